@@ -9,10 +9,10 @@ in Prefect, never in flow parameters or logs::
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect.blocks.core import Block
 from pydantic import Field, SecretStr
-
-from swarm_evo.config import ModelConfig
 
 
 class LLMSettings(Block):
@@ -28,14 +28,12 @@ class LLMSettings(Block):
     timeout: float = Field(600, gt=0, description="Seconds per call.")
     num_retries: int = Field(2, ge=0)
 
-    def apply_to(self, model: ModelConfig) -> ModelConfig:
-        """The run's model section with this block's values (the key is not part of it)."""
-        return model.model_copy(
-            update=dict(
-                name=self.model,
-                api_base=self.api_base,
-                temperature=self.temperature,
-                timeout=self.timeout,
-                num_retries=self.num_retries,
-            )
-        )
+    def overrides(self) -> dict[str, Any]:
+        """Dotted config overrides for RunConfig.with_overrides (the key is not part of them)."""
+        return {
+            "model.name": self.model,
+            "model.api_base": self.api_base,
+            "model.temperature": self.temperature,
+            "model.timeout": self.timeout,
+            "model.num_retries": self.num_retries,
+        }

@@ -17,6 +17,7 @@ from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
 from swarm_evo.session import default_run_dir, open_session
 from tasks.artifacts import publish_final_report, publish_node_table, start_progress
+from tasks.gpu import ensure_gpu_limit
 from tasks.grade import grade_best
 
 
@@ -28,34 +29,44 @@ def resolve_config(
     seed: int | None = None,
     parallel_workers: int | None = None,
     time_limit: float | None = None,
+    executor: str | None = None,
+    image: str | None = None,
+    gpus: str | int | list[str] | None = None,
     llm_block: str | None = None,
     sandbox_block: str | None = None,
 ) -> tuple[RunConfig, object]:
-    """The run's config: file (or defaults) ← saved blocks ← explicit parameters.
-    Returns ``(config, api_key)``; the key comes only from the LLM settings block."""
+    """The run's config: file (or defaults) <- saved blocks <- explicit parameters.
+
+    Returns ``(config, api_key)``; the key comes only from the LLM settings block.
+
+    Raises:
+        ConfigError: a value (from any source) is invalid; the message names the key.
+    """
     config = load_config(Path(config_path) if config_path else None)
     api_key = None
+    overrides: dict = {}
     if llm_block:
         from blocks.llm_settings import LLMSettings
 
         block = LLMSettings.load(llm_block)
-        config = config.model_copy(update={"model": block.apply_to(config.model)})
+        overrides.update(block.overrides())
         api_key = block.api_key
     if sandbox_block:
         from blocks.sandbox_settings import SandboxSettings
 
-        block = SandboxSettings.load(sandbox_block)
-        config = config.model_copy(update={"sandbox": block.apply_to(config.sandbox)})
-    config = config.with_overrides(
-        {
-            "model.name": model,
-            "search.max_steps": max_steps,
-            "seed": seed,
-            "search.parallel_workers": parallel_workers,
-            "search.time_limit": time_limit,
-        }
-    )
-    return config, api_key
+        overrides.update(SandboxSettings.load(sandbox_block).overrides())
+    explicit = {
+        "model.name": model,
+        "search.max_steps": max_steps,
+        "seed": seed,
+        "search.parallel_workers": parallel_workers,
+        "search.time_limit": time_limit,
+        "sandbox.backend": executor,
+        "sandbox.image": image,
+        "sandbox.gpus": gpus,
+    }
+    overrides.update({key: value for key, value in explicit.items() if value is not None})
+    return config.with_overrides(overrides), api_key
 
 
 @flow(name="two-phase-evo", log_prints=True)
@@ -69,6 +80,9 @@ def two_phase_evo(
     parallel_workers: int | None = None,
     time_limit: float | None = None,
     config_path: str | None = None,
+    executor: str | None = None,
+    image: str | None = None,
+    gpus: str | int | list[str] | None = None,
     llm_block: str | None = None,
     sandbox_block: str | None = None,
 ) -> dict:
@@ -82,6 +96,9 @@ def two_phase_evo(
         model: litellm model name or ``offline``; overrides the config file and the block.
         max_steps, seed, parallel_workers, time_limit: override the config file.
         config_path: YAML config (swarm_evo/config.py lists the keys).
+        executor: sandbox backend, ``local`` or ``docker`` (``sandbox.backend``).
+        image: Docker sandbox image (``sandbox.image``).
+        gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``; docker only).
         llm_block, sandbox_block: names of saved LLMSettings / SandboxSettings blocks.
 
     Returns:
@@ -90,7 +107,8 @@ def two_phase_evo(
     logger = get_run_logger()
     config, api_key = resolve_config(
         config_path, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
-        time_limit=time_limit, llm_block=llm_block, sandbox_block=sandbox_block,
+        time_limit=time_limit, executor=executor, image=image, gpus=gpus,
+        llm_block=llm_block, sandbox_block=sandbox_block,
     )
     run_path = Path(run_dir) if run_dir else default_run_dir(competition_id, config.seed)
     session = open_session(
@@ -102,6 +120,9 @@ def two_phase_evo(
     )
     key = str(session.run_dir)
     logger.info("run directory: %s (model %s, budget %s nodes)", key, config.model.name, config.search.max_steps)
+    logger.info("sandbox: %s backend; %s; %s", config.sandbox.backend, session.device, session.packages)
+    if session.sandbox.gpu_limit:
+        ensure_gpu_limit(session.sandbox.gpu_limit)
     start_progress(key)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)

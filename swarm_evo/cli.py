@@ -3,6 +3,7 @@
     swarm-evo prepare COMPETITION_ID --raw-dir RAW_DIR --data-dir DATA_DIR
     swarm-evo run --competition-id ID --data-dir DATA_DIR [--model M] [--max-steps N] [--seed S]
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
+                  [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
                   [--llm-block NAME] [--sandbox-block NAME]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
 
@@ -39,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--config", type=Path, default=None, help="YAML config file")
     r.add_argument("--parallel-workers", type=int, default=None)
     r.add_argument("--time-limit", type=float, default=None, help="seconds for the whole run")
+    r.add_argument("--executor", choices=("local", "docker"), default=None,
+                   help="sandbox backend: local processes (default) or Docker containers")
+    r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
+    r.add_argument("--gpus", default=None,
+                   help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
     r.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     r.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
 
@@ -74,7 +80,7 @@ def _grade(args) -> int:
 def _run(args) -> int:
     from swarm_evo.competition import load_competition
     from swarm_evo.llm.client import check_model_access, endpoint_for
-    from swarm_evo.session import default_run_dir
+    from swarm_evo.session import default_run_dir, open_sandbox
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -83,6 +89,7 @@ def _run(args) -> int:
     overrides = dict(
         model=args.model, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
+        executor=args.executor, image=args.image, gpus=args.gpus,
     )
     # Validate everything before the flow starts, so bad input costs nothing.
     config, api_key = resolve_config(
@@ -96,6 +103,8 @@ def _run(args) -> int:
             f"--raw-dir RAW_DIR --data-dir {args.data_dir}` first"
         )
     check_model_access(endpoint_for(config.model, api_key))
+    _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime
+    print(f"sandbox: {config.sandbox.backend} ({runtime.device})")
     run_dir = args.run_dir or default_run_dir(competition.id, config.seed)
     summary = two_phase_evo(
         competition_id=competition.id,
@@ -122,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.llm.client import ModelAccessError
+    from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
     from swarm_evo.session import RunDirectoryError
 
-    bad_input = (CompetitionError, ConfigError, ModelAccessError, RunDirectoryError, FileNotFoundError)
+    bad_input = (CompetitionError, ConfigError, ModelAccessError, RunDirectoryError, FileNotFoundError,
+                 SandboxUnavailableError, RuntimeProbeError)
     try:
         handler = {"prepare": _prepare, "run": _run, "grade": _grade}[args.command]
         return handler(args)

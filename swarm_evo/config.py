@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE
+from swarm_evo.sandbox.gpus import parse_gpus
 
 
 class ConfigError(ValueError):
@@ -49,12 +52,38 @@ class ModelConfig(_Section):
 
 
 class SandboxConfig(_Section):
-    """Where generated programs run (SPEC §10)."""
+    """Where generated programs run (SPEC §10). Keys marked (docker) apply to that backend."""
 
-    backend: Literal["local"] = "local"
+    backend: Literal["local", "docker"] = Field("local", description="local process or Docker container.")
     exec_timeout: float = Field(3_600, gt=0, description="Seconds per execution (capped by the time limit).")
     max_output_bytes: int = Field(1_000_000, ge=1_000, description="Captured stdout+stderr cap.")
-    memory_limit_mb: int | None = Field(None, ge=64, description="Address-space limit per program.")
+    memory_limit_mb: int | None = Field(
+        None, ge=64,
+        description="local: address-space limit per program; docker: container memory limit "
+        "(default: host memory / parallel_workers).",
+    )
+    image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
+    gpus: Literal["all"] | int | list[str] | None = Field(
+        None, description="(docker) none, all, a count N, or device ids [0, 1] / '0,1'."
+    )
+    cpus: float | None = Field(None, gt=0, description="(docker) CPUs per container (default: cores / parallel_workers).")
+    pids_limit: int = Field(512, ge=16, description="(docker) processes and threads per container.")
+    shm_size_mb: int = Field(1024, ge=16, description="(docker) size of /dev/shm.")
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _normalise_gpus(cls, value: object) -> object:
+        spec = parse_gpus(value)
+        return list(spec) if isinstance(spec, tuple) else spec
+
+    @model_validator(mode="after")
+    def _gpus_need_docker(self) -> "SandboxConfig":
+        if self.gpus is not None and self.backend != "docker":
+            raise ValueError(
+                "gpus needs backend docker (--executor docker); the local backend's programs "
+                "already see the host's GPUs, so set gpus to none there"
+            )
+        return self
 
 
 class RunConfig(_Section):
@@ -95,6 +124,8 @@ def _validate(data: Any, source: str) -> RunConfig:
             key = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":
                 problems.append(f"unknown key '{key}' (remove it; see swarm_evo/config.py for the keys)")
+            elif isinstance(err.get("input"), dict):  # a rule across keys of a section
+                problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}")
             else:
                 problems.append(f"'{key}': {err['msg']} (got {err.get('input')!r})")
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None

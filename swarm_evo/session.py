@@ -18,10 +18,8 @@ Run directory layout (SPEC §5)::
 from __future__ import annotations
 
 import os
-import platform
 import threading
 from dataclasses import dataclass, field
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 from swarm_evo.budget import Budget
@@ -31,27 +29,8 @@ from swarm_evo.data_preview import preview_data
 from swarm_evo.genes import LOCI
 from swarm_evo.journal import JOURNAL_FILE, Journal
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
-from swarm_evo.sandbox import LocalSandbox, Sandbox
+from swarm_evo.sandbox import DockerSandbox, LocalSandbox, RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.selection import previous_plan_keys
-
-_PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "lightgbm", "xgboost", "catboost", "torch")
-
-
-def installed_packages() -> str:
-    """Versions of the scientific packages the local sandbox's Python can import (for prompts)."""
-    found = []
-    for name in _PACKAGES:
-        try:
-            found.append(f"{name}=={importlib_metadata.version(name)}")
-        except importlib_metadata.PackageNotFoundError:
-            continue
-    return ", ".join(found)
-
-
-def device_info() -> str:
-    """A one-line description of the execution device (CPU cores; GPUs come with Docker)."""
-    return f"CPU only, {os.cpu_count()} cores ({platform.machine()})"
-
 
 def threads_per_execution(parallel_workers: int) -> int:
     """OpenMP/BLAS threads per program: the cores shared by the parallel executions.
@@ -63,14 +42,45 @@ def threads_per_execution(parallel_workers: int) -> int:
 
 
 def make_sandbox(config: RunConfig) -> Sandbox:
-    """The execution backend named by ``config.sandbox.backend`` (SPEC §10)."""
-    if config.sandbox.backend == "local":
-        return LocalSandbox(
-            max_output_bytes=config.sandbox.max_output_bytes,
-            memory_limit_mb=config.sandbox.memory_limit_mb,
-            num_threads=threads_per_execution(config.search.parallel_workers),
+    """The execution backend named by ``config.sandbox.backend`` (SPEC §10).
+
+    Raises:
+        SandboxUnavailableError: docker backend with no daemon or no image (names the fix).
+    """
+    cfg = config.sandbox
+    threads = threads_per_execution(config.search.parallel_workers)
+    if cfg.backend == "docker":
+        return DockerSandbox(
+            image=cfg.image,
+            memory_limit_mb=cfg.memory_limit_mb,
+            cpus=cfg.cpus,
+            pids_limit=cfg.pids_limit,
+            shm_size_mb=cfg.shm_size_mb,
+            gpus=tuple(cfg.gpus) if isinstance(cfg.gpus, list) else cfg.gpus,
+            parallel_workers=config.search.parallel_workers,
+            num_threads=threads,
+            max_output_bytes=cfg.max_output_bytes,
         )
-    raise ValueError(f"unknown sandbox backend '{config.sandbox.backend}'")  # pragma: no cover - pydantic Literal
+    return LocalSandbox(
+        max_output_bytes=cfg.max_output_bytes,
+        memory_limit_mb=cfg.memory_limit_mb,
+        num_threads=threads,
+    )
+
+
+def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:
+    """Build the sandbox and probe it (the preflight check): ``(sandbox, runtime)``.
+
+    The probe runs one tiny program through the sandbox with the run's limits and GPU
+    request, so a missing image, a dead daemon or a host without the NVIDIA runtime stops the
+    run here, before any step.
+
+    Raises:
+        SandboxUnavailableError: the backend cannot run programs (the message names the fix).
+        RuntimeProbeError: the probe ran but failed (e.g. no Python in the image).
+    """
+    sandbox = make_sandbox(config)
+    return sandbox, describe_runtime(sandbox)
 
 
 @dataclass
@@ -85,11 +95,20 @@ class RunSession:
     budget: Budget
     sandbox: Sandbox
     data_preview: str
+    runtime: RuntimeInfo
     loci: tuple[str, ...] = LOCI
-    device: str = field(default_factory=device_info)
-    packages: str = field(default_factory=installed_packages)
     plans_in_flight: set[tuple] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def device(self) -> str:
+        """The execution device as prompts show it (from the sandbox's runtime probe)."""
+        return self.runtime.device
+
+    @property
+    def packages(self) -> str:
+        """Packages the sandbox's Python can import, ``name==version, ...`` (for prompts)."""
+        return self.runtime.package_list
 
     def node_dir(self, node_id: str) -> Path:
         """``RUN_DIR/nodes/<node_id>``, created on first use."""
@@ -127,6 +146,7 @@ def open_session(
         CompetitionError: the competition cannot be loaded (names the file and the fix).
         ModelAccessError: the model is unknown or its API key is missing.
         RunDirectoryError: the run directory's journal belongs to another competition.
+        SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
     competition = load_competition(competition_id, Path(data_dir))
     if not competition.public_dir.is_dir():
@@ -151,9 +171,10 @@ def open_session(
         seed=config.seed,
         config=config.model_dump(mode="json"),
     )
+    sandbox, runtime = open_sandbox(config)
+    journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
     journal.save()
-    sandbox = make_sandbox(config)
     session = RunSession(
         run_dir=run_dir,
         config=config,
@@ -167,6 +188,7 @@ def open_session(
         ),
         sandbox=sandbox,
         data_preview=preview_data(competition.public_dir),
+        runtime=runtime,
     )
     with _REGISTRY_LOCK:
         _SESSIONS[str(run_dir)] = session

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect.cache_policies import NO_CACHE
 
 from swarm_evo.llm.client import TRANSIENT_ERRORS
+from swarm_evo.sandbox import SandboxError, SandboxUnavailableError
 
 RETRY_DELAYS = [2, 10, 30]
 """Seconds between task retries (backoff) for transient model/API errors."""
@@ -16,6 +17,25 @@ def retry_on_transient(task, task_run, state) -> bool:
     try:
         state.result()
     except TRANSIENT_ERRORS:
+        return True
+    except BaseException:
+        return False
+    return False
+
+
+SANDBOX_RETRY_DELAYS = [5, 30]
+"""Seconds between retries of an execution whose sandbox (not program) failed."""
+
+
+def retry_on_sandbox_failure(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn``: retry a transient sandbox failure (a Docker API error);
+    not an unavailable backend (missing image, no GPU runtime) and never a program failure,
+    which is reported in the result rather than raised."""
+    try:
+        state.result()
+    except SandboxUnavailableError:
+        return False
+    except SandboxError:
         return True
     except BaseException:
         return False

@@ -39,3 +39,37 @@ def data_dir(tmp_path_factory) -> Path:
     for cid in ("spaceship-titanic", "house-prices", "spooky-author-identification"):
         prepare_competition(cid, SHARED_DATA / cid / "raw", root)
     return root
+
+
+
+
+def _our_containers(client) -> list:
+    from swarm_evo.sandbox.docker_sandbox import LABEL
+
+    return client.containers.list(all=True, filters={"label": LABEL})
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """The real Docker engine; the sandbox image must exist (CI builds it before the tests).
+
+    Fails (never skips) when the engine or the image is missing: the Docker backend is a
+    feature under test. At the end of the session no container of ours may be left behind.
+    """
+    import docker
+
+    from swarm_evo.sandbox import DEFAULT_IMAGE
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        pytest.fail(f"no Docker engine answers ({exc}): start dockerd (see .ci/run)")
+    try:
+        client.images.get(DEFAULT_IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"image {DEFAULT_IMAGE} missing: bash deployments/build-sandbox-image-offline.sh")
+    before = {c.id for c in _our_containers(client)}
+    yield client
+    left = [c.name for c in _our_containers(client) if c.id not in before]
+    assert not left, f"containers left behind by the Docker sandbox: {left}"

@@ -1,7 +1,8 @@
 """Execution sandboxes (SPEC §10): one interface, interchangeable backends.
 
-``LocalSandbox`` runs programs as local processes; a Docker backend implements the same
-:class:`Sandbox` protocol and reports the same :class:`ExecutionResult`.
+``LocalSandbox`` runs programs as local processes, ``DockerSandbox`` in containers with GPU
+passthrough; both implement :class:`Sandbox` and report the same :class:`ExecutionResult`.
+``describe_runtime`` asks a sandbox what it offers programs (Python, packages, devices).
 """
 
 from swarm_evo.sandbox.base import (
@@ -9,20 +10,33 @@ from swarm_evo.sandbox.base import (
     ExecutionResult,
     Sandbox,
     SandboxError,
+    SandboxUnavailableError,
     classify_failure,
     prepare_workdir,
     read_bounded,
     scrub_env,
 )
+from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE, DockerSandbox
+from swarm_evo.sandbox.gpus import DevicePool, GpuSpec, parse_gpus
 from swarm_evo.sandbox.local import LocalSandbox
+from swarm_evo.sandbox.runtime import RuntimeInfo, RuntimeProbeError, describe_runtime
 
 __all__ = [
+    "DEFAULT_IMAGE",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DevicePool",
+    "DockerSandbox",
     "ExecutionResult",
+    "GpuSpec",
     "LocalSandbox",
+    "RuntimeInfo",
+    "RuntimeProbeError",
     "Sandbox",
     "SandboxError",
+    "SandboxUnavailableError",
     "classify_failure",
+    "describe_runtime",
+    "parse_gpus",
     "prepare_workdir",
     "read_bounded",
     "scrub_env",

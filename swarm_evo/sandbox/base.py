@@ -10,7 +10,7 @@ docs/CONTRACTS.md::
     <workdir>/stdout.txt        captured stdout (full, on disk)
     <workdir>/stderr.txt        captured stderr (full, on disk)
 
-and reports an :class:`ExecutionResult`. Backends (local process now, Docker later) share the
+and reports an :class:`ExecutionResult`. Backends (local process, Docker container) share the
 helpers here: workdir preparation, environment scrubbing, bounded reading of output files and
 exception classification, so that both report identical results for identical programs.
 """
@@ -41,6 +41,13 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (interpreter missing, workdir not writable, Docker down, ...).
 
     Raised, never reported as a program failure, so that callers (Prefect tasks) can retry.
+    """
+
+
+class SandboxUnavailableError(SandboxError):
+    """The backend cannot run programs at all: daemon down, image missing, no GPU runtime.
+
+    Raised before any step (when the sandbox is built or probed); the message names the fix.
     """
 
 
@@ -83,7 +90,13 @@ class ExecutionResult(BaseModel):
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """The interface every execution backend implements (SPEC §10)."""
+    """The interface every execution backend implements (SPEC §10).
+
+    ``gpu_limit`` names the global concurrency limit an orchestrator must hold around each
+    execution (GPUs shared by all containers), or is None.
+    """
+
+    gpu_limit: str | None
 
     def execute(self, code: str, workdir: Path, public_dir: Path, timeout: float) -> ExecutionResult:
         """Run ``code`` as ``workdir/solution.py`` with ``workdir`` as cwd; at most ``timeout`` s.
@@ -199,7 +212,6 @@ def scrub_env(
     out["PYTHONUNBUFFERED"] = "1"
     out["PYTHONDONTWRITEBYTECODE"] = "1"
     out.setdefault("MPLBACKEND", "Agg")
-    out.setdefault("TOKENIZERS_PARALLELISM", "false")
     threads = str(max(1, num_threads or os.cpu_count() or 1))
     for name in (
         "OMP_NUM_THREADS",

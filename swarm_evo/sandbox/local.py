@@ -53,7 +53,10 @@ class LocalSandbox:
         extra_env: variables added after scrubbing (e.g. ``CUDA_VISIBLE_DEVICES``).
 
     Thread-safe: parallel ``execute`` calls with different workdirs do not interfere.
+    Programs see the host's GPUs directly; there is nothing to share out (``gpu_limit`` None).
     """
+
+    gpu_limit: str | None = None
 
     def __init__(
         self,

@@ -1,0 +1,329 @@
+"""Docker sandbox backend: one container per execution, GPUs passed through (SPEC §10).
+
+Each execution creates a container from the sandbox image, starts it, waits with a timeout,
+kills it at the timeout, collects its logs and removes it in ``finally`` (``containers.run``
+would leave a container behind when ``start`` fails). The container:
+
+* has no network (``network_mode="none"``: loopback only);
+* has memory (swap included), CPU, pids and ``/dev/shm`` limits;
+* runs as a non-root user with every capability dropped, ``no-new-privileges``, a read-only
+  root filesystem and a small ``/tmp`` tmpfs; an init process reaps children;
+* sees the node directory read-write at ``/workspace`` (its cwd) and the competition's
+  public data read-only at ``/workspace/input``;
+* gets no host environment: only what a program needs (thread counts, ``HOME=/tmp``,
+  ``PYTHONUNBUFFERED``, ``MPLBACKEND``) — API keys never reach it;
+* gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``), leased per execution.
+
+Logs are capped by the json-file log driver and bounded again like the local backend's, and
+exc_type is classified by the same :func:`~swarm_evo.sandbox.base.classify_failure` (exit
+137 with ``OOMKilled`` -> MemoryError, timeout -> TimeoutError).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from contextlib import suppress
+from pathlib import Path
+
+from swarm_evo.sandbox.base import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    INPUT_DIR,
+    SOLUTION_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
+    ExecutionResult,
+    SandboxError,
+    SandboxUnavailableError,
+    build_result,
+    prepare_workdir,
+    scrub_env,
+)
+from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
+
+DEFAULT_IMAGE = "swarm-evo-sandbox:latest"
+"""Built by ``bash deployments/build-sandbox-image-offline.sh`` (or deployments/sandbox.Dockerfile)."""
+
+CONTAINER_WORKDIR = "/workspace"
+LABEL = "org.swarm-evo.execution"
+"""Label on every container this backend creates (``docker ps -a --filter label=...``); its
+value is the node directory's name. (The image's own label, ``org.swarm-evo.sandbox``, is
+inherited by every container of the image, including ``docker build`` steps.)"""
+
+NOBODY = "65534:65534"
+"""User of the program when the orchestrator runs as root (``nobody:nogroup``)."""
+
+BUILD_HINT = "build it with `bash deployments/build-sandbox-image-offline.sh {image}` (no registry needed) " \
+    "or `docker build -f deployments/sandbox.Dockerfile -t {image} deployments`"
+
+
+def _docker():
+    try:
+        import docker
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        raise SandboxUnavailableError("the docker SDK is not installed: pip install docker") from exc
+    return docker
+
+
+def host_memory_mb() -> int:
+    """Physical memory of this host in MiB (``sysconf``)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+
+
+class DockerSandbox:
+    """Run programs in Docker containers (SPEC §10), reporting the local backend's result.
+
+    Args:
+        image: sandbox runtime image (must exist locally; nothing is pulled).
+        memory_limit_mb: container memory limit, swap included (MiB).
+        cpus: CPU quota of each container (e.g. ``1.5``).
+        pids_limit: maximum processes/threads in the container (fork-bomb guard).
+        shm_size_mb: size of ``/dev/shm`` (PyTorch DataLoader workers need it).
+        tmp_size_mb: size of the ``/tmp`` tmpfs (counts against the memory limit).
+        gpus: normalised GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`).
+        parallel_workers: executions at once, to deal device-id groups.
+        num_threads: BLAS/OpenMP threads exported to the program.
+        max_output_bytes: cap on each of stdout, stderr and term_out in the result.
+        client: a ``docker.DockerClient`` (default ``docker.from_env()``).
+
+    Raises:
+        SandboxUnavailableError: the Docker daemon does not answer (message names the fix).
+    """
+
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        memory_limit_mb: int | None = None,
+        cpus: float | None = None,
+        pids_limit: int = 512,
+        shm_size_mb: int = 1024,
+        tmp_size_mb: int = 512,
+        gpus: GpuSpec = None,
+        parallel_workers: int = 1,
+        num_threads: int | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        client=None,
+    ) -> None:
+        if max_output_bytes < 1024:
+            raise ValueError("max_output_bytes must be at least 1024")
+        docker = _docker()
+        if client is None:
+            try:
+                client = docker.from_env()
+                client.ping()
+            except docker.errors.DockerException as exc:
+                raise SandboxUnavailableError(
+                    f"cannot reach the Docker daemon ({exc}): start it (`dockerd &`, or "
+                    "`systemctl start docker`), set DOCKER_HOST, or use --executor local"
+                ) from None
+        self.client = client
+        self.image = image
+        workers = max(1, parallel_workers)
+        self.memory_limit_mb = int(memory_limit_mb or max(256, host_memory_mb() // workers))
+        self.cpus = float(cpus or max(0.5, (os.cpu_count() or 1) / workers))
+        self.pids_limit = int(pids_limit)
+        self.shm_size_mb = int(shm_size_mb)
+        self.tmp_size_mb = int(tmp_size_mb)
+        self.devices = DevicePool(gpus, workers)
+        self.num_threads = num_threads
+        self.max_output_bytes = int(max_output_bytes)
+        self._check_image()
+
+    # ------------------------------------------------------------------ setup
+
+    def _check_image(self) -> None:
+        docker = _docker()
+        try:
+            self.client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise SandboxUnavailableError(
+                f"sandbox image '{self.image}' not found on the Docker host: " + BUILD_HINT.format(image=self.image)
+            ) from None
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailableError(f"cannot inspect image '{self.image}': {exc}") from None
+
+    @property
+    def gpu_limit(self) -> str | None:
+        """Global concurrency limit to hold around an execution (shared GPUs), or None."""
+        return self.devices.shared_limit
+
+    def user(self) -> str:
+        """``uid:gid`` of the program: the caller's own ids, or nobody when the caller is root."""
+        uid, gid = os.getuid(), os.getgid()
+        return NOBODY if uid == 0 else f"{uid}:{gid}"
+
+    def environment(self) -> dict[str, str]:
+        """The whole environment of the program: nothing from the host (SPEC §10)."""
+        return scrub_env({}, num_threads=self.num_threads, extra={"HOME": "/tmp"})
+
+    def container_kwargs(self, workdir: Path, public_dir: Path, gpus: GpuSpec, name: str) -> dict:
+        """Arguments of ``client.containers.create`` for one execution (see module docstring)."""
+        docker = _docker()
+        mounts = [
+            docker.types.Mount(CONTAINER_WORKDIR, str(workdir), type="bind"),
+            docker.types.Mount(
+                f"{CONTAINER_WORKDIR}/{INPUT_DIR}", str(Path(public_dir).resolve()), type="bind", read_only=True
+            ),
+        ]
+        request = device_request(gpus)
+        log_cap = max(4 * self.max_output_bytes, 1_000_000)
+        return dict(
+            image=self.image,
+            command=["python", SOLUTION_FILE],
+            name=name,
+            labels={LABEL: workdir.name},
+            working_dir=CONTAINER_WORKDIR,
+            user=self.user(),
+            environment=self.environment(),
+            network_mode="none",
+            mem_limit=f"{self.memory_limit_mb}m",
+            memswap_limit=f"{self.memory_limit_mb}m",
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=self.pids_limit,
+            shm_size=f"{self.shm_size_mb}m",
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmp_size_mb}m,mode=1777"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            init=True,
+            mounts=mounts,
+            device_requests=[docker.types.DeviceRequest(**request)]
+            if request
+            else None,
+            log_config=docker.types.LogConfig(
+                type="json-file", config={"max-size": str(log_cap), "max-file": "1"}
+            ),
+            stdin_open=False,
+            tty=False,
+        )
+
+    def create_container(self, workdir: Path, public_dir: Path, gpus: GpuSpec):
+        """Create (not start) the container of one execution; the caller removes it.
+
+        Raises:
+            SandboxUnavailableError: the image vanished.
+            SandboxError: the daemon refused the container.
+        """
+        docker = _docker()
+        name = f"swarm-evo-{Path(workdir).name[:24]}-{secrets.token_hex(3)}"
+        try:
+            return self.client.containers.create(**self.container_kwargs(Path(workdir), public_dir, gpus, name))
+        except docker.errors.ImageNotFound:
+            raise SandboxUnavailableError(
+                f"sandbox image '{self.image}' not found: " + BUILD_HINT.format(image=self.image)
+            ) from None
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot create a container from '{self.image}': {exc}") from exc
+
+    # ------------------------------------------------------------------ execution
+
+    def execute(self, code: str, workdir: Path, public_dir: Path, timeout: float) -> ExecutionResult:
+        """Run ``code`` as ``/workspace/solution.py`` in a fresh container, at most ``timeout`` s.
+
+        The node directory gets ``solution.py``, ``working/``, ``submission/``, an empty
+        ``input/`` mount point, and ``stdout.txt``/``stderr.txt`` from the container's logs.
+        The container is removed whatever happens (timeout, OOM, interruption).
+
+        Raises:
+            SandboxUnavailableError: the image is missing or the host has no NVIDIA runtime for
+                the GPU request (the message names the fix).
+            SandboxError: the daemon failed otherwise.
+        """
+        workdir = Path(workdir).resolve()
+        prepare_workdir(code, workdir, public_dir, link_input=False)
+        _mount_point(workdir / INPUT_DIR)
+        owner = _hand_over(workdir) if os.getuid() == 0 else None
+        try:
+            with self.devices.lease() as gpus:
+                container = self.create_container(workdir, public_dir, gpus)
+                try:
+                    return self._run(container, workdir, timeout, gpus)
+                finally:
+                    with suppress(Exception):
+                        container.remove(force=True)
+        finally:
+            if owner is not None:
+                _take_back(workdir, owner)
+
+    def _run(self, container, workdir: Path, timeout: float, gpus: GpuSpec) -> ExecutionResult:
+        docker = _docker()
+        import requests
+
+        timed_out = False
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            text = str(exc)
+            if gpus is not None and ("device driver" in text or "nvidia" in text.lower() or "gpu" in text.lower()):
+                raise SandboxUnavailableError(
+                    f"the Docker host cannot give containers GPUs ({describe_spec(gpus)} requested; "
+                    f"daemon said: {exc.explanation or text}): {NVIDIA_FIX}"
+                ) from None
+            raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
+        start = time.monotonic()
+        try:
+            status = container.wait(timeout=max(0.01, float(timeout)))
+            exit_code = status.get("StatusCode")
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as exc:
+            if time.monotonic() - start < float(timeout) - 1:  # the daemon went away, not our timeout
+                with suppress(Exception):
+                    container.kill()
+                raise SandboxError(f"lost the Docker daemon while waiting for the program: {exc}") from exc
+            timed_out = True
+            with suppress(docker.errors.APIError):
+                container.kill()
+            exit_code = container.wait(timeout=60).get("StatusCode")
+        except BaseException:
+            with suppress(Exception):
+                container.kill()
+            raise
+        exec_time = time.monotonic() - start
+        container.reload()
+        oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
+        _write_logs(container, workdir)
+        return build_result(
+            workdir,
+            exit_code=exit_code,
+            exec_time=exec_time,
+            timed_out=timed_out,
+            timeout=timeout,
+            max_output_bytes=self.max_output_bytes,
+            oom_killed=oom_killed and not timed_out,
+        )
+
+
+def _write_logs(container, workdir: Path) -> None:
+    """Write the container's stdout and stderr logs to the node directory's files."""
+    for name, streams in ((STDOUT_FILE, dict(stdout=True, stderr=False)), (STDERR_FILE, dict(stdout=False, stderr=True))):
+        with open(workdir / name, "wb") as fh:
+            for chunk in container.logs(stream=True, **streams):
+                fh.write(chunk)
+
+
+def _mount_point(path: Path) -> None:
+    """An empty directory where Docker mounts the public data (a local run's symlink is replaced)."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(exist_ok=True)
+
+
+def _hand_over(workdir: Path) -> tuple[int, int]:
+    """Give the writable parts of ``workdir`` to the unprivileged container user; return the old owner."""
+    stat = workdir.stat()
+    uid, gid = (int(x) for x in NOBODY.split(":"))
+    for path in (workdir, workdir / "working", workdir / "submission", workdir / SOLUTION_FILE):
+        os.chown(path, uid, gid)
+    return stat.st_uid, stat.st_gid
+
+
+def _take_back(workdir: Path, owner: tuple[int, int]) -> None:
+    """Return everything the container wrote in ``workdir`` to its previous owner."""
+    uid, gid = owner
+    with suppress(OSError):
+        os.chown(workdir, uid, gid)
+    for root, dirs, files in os.walk(workdir):
+        dirs[:] = [d for d in dirs if not (root == str(workdir) and d == INPUT_DIR)]
+        for name in dirs + files:
+            with suppress(OSError):
+                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)

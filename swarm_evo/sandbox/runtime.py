@@ -1,0 +1,162 @@
+"""What the sandbox actually offers a program: Python, packages, CPUs, memory, GPUs.
+
+Prompts tell the model which packages it may import and on which device its program runs
+(``device_info`` and ``packages`` in the templates). Those facts must come from the runtime
+that executes the programs (the Docker image actually used, or the local interpreter), not
+from the orchestrating process, so :func:`describe_runtime` runs :data:`PROBE_PROGRAM` through
+the sandbox itself, with the same limits and GPU request as every execution. For Docker this
+doubles as the preflight check: a missing image, a dead daemon or a host without the NVIDIA
+runtime fails here, before any step.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "lightgbm", "xgboost", "catboost", "torch")
+"""Packages reported to the model when the runtime has them."""
+
+PROBE_MARKER = "SWARM_EVO_RUNTIME="
+
+PROBE_PROGRAM = r'''
+import json, os, platform, shutil, subprocess, sys
+from importlib import metadata
+
+PACKAGES = %(packages)r
+packages = {}
+for name in PACKAGES:
+    try:
+        packages[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
+
+def cgroup_memory_mb():
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = open(path).read().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 1 << 60:
+            return int(raw) // (1024 * 1024)
+    return None
+
+def cgroup_cpus():
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+        if quota != "max":
+            return int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int(open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read())
+        period = int(open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read())
+        if quota > 0:
+            return quota / period
+    except (OSError, ValueError):
+        pass
+    return None
+
+gpus = []
+if shutil.which("nvidia-smi"):
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30,
+        ).stdout
+        gpus = [line.strip() for line in out.splitlines() if line.strip()]
+    except (OSError, subprocess.SubprocessError):
+        pass
+
+print("%(marker)s" + json.dumps({
+    "python": platform.python_version(),
+    "machine": platform.machine(),
+    "cores": len(os.sched_getaffinity(0)),
+    "cpu_limit": cgroup_cpus(),
+    "memory_limit_mb": cgroup_memory_mb(),
+    "gpus": gpus,
+    "packages": packages,
+}))
+''' % {"packages": PACKAGES, "marker": PROBE_MARKER}
+"""A program that prints one ``SWARM_EVO_RUNTIME={json}`` line describing its runtime."""
+
+
+class RuntimeProbeError(RuntimeError):
+    """The probe program did not run or printed nothing usable."""
+
+
+class RuntimeInfo(BaseModel):
+    """The runtime a sandbox gives programs (from :data:`PROBE_PROGRAM`).
+
+    Fields: ``python`` version; ``machine`` (e.g. ``x86_64``); ``cores`` visible; ``cpu_limit``
+    (CPUs of a cgroup quota, or None); ``memory_limit_mb`` (cgroup limit, or None);
+    ``gpus`` (``"name, memory"`` per GPU from nvidia-smi); ``packages`` (name -> version).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    python: str
+    machine: str = ""
+    cores: int = 1
+    cpu_limit: float | None = None
+    memory_limit_mb: int | None = None
+    gpus: list[str] = []
+    packages: dict[str, str] = {}
+
+    @property
+    def device(self) -> str:
+        """One line for prompts, e.g. ``"1 NVIDIA A100 (80 GB); 4 CPUs; 16384 MB memory"``."""
+        cpus = self.cpu_limit if self.cpu_limit is not None else self.cores
+        parts = [f"{cpus:g} CPU{'s' if cpus != 1 else ''} ({self.machine or 'unknown'})"]
+        if self.memory_limit_mb:
+            parts.append(f"{self.memory_limit_mb} MB memory limit")
+        if self.gpus:
+            parts.insert(0, f"{len(self.gpus)} GPU{'s' if len(self.gpus) > 1 else ''}: " + "; ".join(self.gpus))
+        else:
+            parts.insert(0, "CPU only")
+        return ", ".join(parts)
+
+    @property
+    def package_list(self) -> str:
+        """``"numpy==2.4.6, pandas==2.3.3, ..."`` in :data:`PACKAGES` order."""
+        return ", ".join(f"{name}=={self.packages[name]}" for name in PACKAGES if name in self.packages)
+
+
+def parse_probe_output(stdout: str) -> RuntimeInfo:
+    """The :class:`RuntimeInfo` from the probe's stdout.
+
+    Raises:
+        RuntimeProbeError: no ``SWARM_EVO_RUNTIME=`` line, or it is not valid JSON.
+    """
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(PROBE_MARKER):
+            try:
+                return RuntimeInfo.model_validate(json.loads(line[len(PROBE_MARKER):]))
+            except ValueError as exc:
+                raise RuntimeProbeError(f"unreadable runtime probe output: {exc}") from None
+    raise RuntimeProbeError("the runtime probe printed no SWARM_EVO_RUNTIME line")
+
+
+def describe_runtime(sandbox, timeout: float = 120.0) -> RuntimeInfo:
+    """Run :data:`PROBE_PROGRAM` in ``sandbox`` (any :class:`~swarm_evo.sandbox.Sandbox`).
+
+    Uses a throw-away work directory and an empty public directory under the system temp dir.
+
+    Raises:
+        SandboxError (or a subclass): the sandbox itself failed (daemon, image, GPU runtime).
+        RuntimeProbeError: the program ran but failed or printed nothing usable; the message
+            holds the end of its output.
+    """
+    with tempfile.TemporaryDirectory(prefix="swarm-evo-probe-") as tmp:
+        workdir = Path(tmp) / "probe"
+        public = Path(tmp) / "public"
+        public.mkdir()
+        result = sandbox.execute(PROBE_PROGRAM, workdir, public, timeout)
+    if not result.ok:
+        raise RuntimeProbeError(
+            f"the runtime probe failed ({result.exc_type}: {result.exc_info}); output:\n{result.term_out[-2000:]}"
+        )
+    return parse_probe_output(result.stdout)
