@@ -1,0 +1,26 @@
+# The sandbox runtime image (SPEC §10) for hosts that can pull from an image registry:
+# Debian bookworm, CPython 3.11, the pinned stack of sandbox-requirements.txt in /opt/venv.
+# Equivalent to build-sandbox-image-offline.sh (debootstrap + docker import, no registry).
+#
+#   docker build -f deployments/sandbox.Dockerfile -t swarm-evo-sandbox:latest deployments
+#
+# The build context is deployments/ (only sandbox-requirements.txt is used). GPU hosts:
+# sandbox-cuda.Dockerfile. The image a docker work pool runs the flow in: flow.Dockerfile.
+FROM python:3.11-slim-bookworm
+
+# Same pins as the offline build; the label records them like the offline script does.
+COPY sandbox-requirements.txt /tmp/sandbox-requirements.txt
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check \
+      --only-binary=:all: -r /tmp/sandbox-requirements.txt \
+ && /opt/venv/bin/python -c "import numpy, pandas, sklearn, scipy; print('python stack ok')" \
+ && find /opt/venv -name __pycache__ -prune -exec rm -rf {} + \
+ && rm /tmp/sandbox-requirements.txt \
+ && mkdir -p /workspace
+
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
+    LANG=C.UTF-8
+LABEL org.swarm-evo.sandbox=1
+WORKDIR /workspace
+CMD ["python"]
