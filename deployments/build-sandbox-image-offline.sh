@@ -63,7 +63,8 @@ echo "[3/4] trim"
 mkdir -p "$ROOTFS/workspace"
 rm -rf "$ROOTFS/tmp/"* "$ROOTFS/var/cache/apt/archives/"*.deb "$ROOTFS/var/lib/apt/lists/"* \
   "$ROOTFS/usr/share/doc" "$ROOTFS/usr/share/man" "$ROOTFS/usr/share/locale"
-find "$ROOTFS/opt/venv" -name __pycache__ -prune -exec rm -rf {} +
+# Keep the bytecode pip compiled: the root filesystem is read-only in the sandbox, so without
+# it every execution would compile numpy/pandas/sklearn from source (≈ 1.5 s measured).
 
 echo "[4/4] docker import $IMAGE"
 tar -C "$ROOTFS" -c . | docker import \

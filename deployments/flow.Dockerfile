@@ -28,7 +28,7 @@ RUN set -e; \
     /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-warn-script-location \
       --prefix /opt/overlay -c /src/deployments/sandbox-requirements.txt /src; \
     rm -rf /src/build /src/*.egg-info; \
-    find /opt/overlay /src -name __pycache__ -prune -exec rm -rf {} +
+    find /src -name __pycache__ -prune -exec rm -rf {} +
 
 # ---- stage 2: the runtime image ----------------------------------------------------------------
 FROM ${BASE}

@@ -30,7 +30,6 @@ RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --only-binary=:all: \
       --extra-index-url "$TORCH_INDEX" -r /tmp/sandbox-requirements.txt "$TORCH_SPEC" \
  && /opt/venv/bin/python -c "import numpy, pandas, sklearn, scipy, torch; print('python stack ok, torch', torch.__version__, 'cuda', torch.version.cuda)" \
- && find /opt/venv -name __pycache__ -prune -exec rm -rf {} + \
  && rm /tmp/sandbox-requirements.txt \
  && mkdir -p /workspace
 

@@ -8,13 +8,15 @@
 # sandbox-cuda.Dockerfile. The image a docker work pool runs the flow in: flow.Dockerfile.
 FROM python:3.11-slim-bookworm
 
+# pip's compiled bytecode stays in the image: the sandbox's root filesystem is read-only, so
+# programs could not cache it and would recompile numpy/pandas/sklearn on every execution.
+
 # Same pins as the offline build; the label records them like the offline script does.
 COPY sandbox-requirements.txt /tmp/sandbox-requirements.txt
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check \
       --only-binary=:all: -r /tmp/sandbox-requirements.txt \
  && /opt/venv/bin/python -c "import numpy, pandas, sklearn, scipy; print('python stack ok')" \
- && find /opt/venv -name __pycache__ -prune -exec rm -rf {} + \
  && rm /tmp/sandbox-requirements.txt \
  && mkdir -p /workspace
 
