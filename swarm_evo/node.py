@@ -56,7 +56,8 @@ class Node(BaseModel):
 
     Field names follow the seeds (SPEC §5). ``metric_value`` is the validation metric parsed
     from the program's stdout, in the competition's own direction (``lower_is_better``);
-    ``fitness`` turns it into a maximised number. ``metadata`` holds ``gene_sources``
+    ``fitness`` turns it into a maximised number. ``agent_id`` names the agent whose role and
+    strategy texts wrote the prompt (SPEC §9; None for nodes of runs before agents). ``metadata`` holds ``gene_sources``
     ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates),
     ``debug_history`` ([{attempt, code, exc_type, term_out}]), ``timings`` and review details.
     """
@@ -83,6 +84,7 @@ class Node(BaseModel):
     debug_attempts: int = 0
     approach_tag: str | None = None
     analysis: str | None = None
+    agent_id: str | None = None
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     created_at: str = Field(default_factory=utc_now)
     metadata: dict[str, Any] = Field(default_factory=dict)
