@@ -7,6 +7,7 @@ from prefect import flow, get_run_logger
 from flows._epoch import run_epoch
 from flows.draft_step import draft_step
 from swarm_evo.session import get_session
+from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
 
 
@@ -22,6 +23,7 @@ def phase1_draft(run_dir: str, first_epoch: int = 0) -> int:
         epoch += 1
         run_epoch(run_dir, draft_step, epoch, min(search.steps_per_epoch, budget.remaining))
         publish_node_table(run_dir)
+        evolve_agents(run_dir, epoch)  # when due: every agents.evolution_interval global epochs
         valid = len(journal.valid_pool())
         logger.info(
             "Phase 1 | epoch=%s nodes=%s valid=%s dead=%s", epoch, len(journal), valid, journal.count(dead=True)

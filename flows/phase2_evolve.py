@@ -7,6 +7,7 @@ from prefect import flow, get_run_logger
 from flows._epoch import run_epoch
 from flows.phase2_step import phase2_step
 from swarm_evo.session import get_session
+from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
 
 
@@ -25,5 +26,6 @@ def phase2_evolve(run_dir: str, first_epoch: int = 0) -> int:
         epoch += 1
         run_epoch(run_dir, phase2_step, epoch, min(search.steps_per_epoch, budget.remaining))
         publish_node_table(run_dir)
+        evolve_agents(run_dir, epoch)  # when due: every agents.evolution_interval global epochs
         logger.info("Phase 2 | epoch=%s nodes=%s valid=%s", epoch, len(journal), len(journal.valid_pool()))
     return epoch

@@ -16,9 +16,14 @@ from flows.phase2_evolve import phase2_evolve
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
 from swarm_evo.session import default_run_dir, open_session
-from tasks.artifacts import publish_final_report, publish_node_table, start_progress
+from tasks.artifacts import (
+    publish_final_report,
+    publish_node_table,
+    publish_run_report,
+    start_progress,
+)
 from tasks.gpu import ensure_gpu_limit
-from tasks.grade import grade_best
+from tasks.grade import grade_best, write_run_report
 
 
 def resolve_config(
@@ -131,6 +136,7 @@ def two_phase_evo(
     epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
     best, grade = grade_best(key)
     publish_node_table(key)
+    publish_run_report(key, write_run_report(key))
     summary = publish_final_report(key, grade)
     summary["run_dir"] = key
     summary["epochs"] = epoch

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE
 from swarm_evo.sandbox.gpus import parse_gpus
@@ -86,6 +93,17 @@ class SandboxConfig(_Section):
         return self
 
 
+class AgentsConfig(_Section):
+    """Agents, dispatcher, experience pool and agent evolution (SPEC §9; seed 000 K)."""
+
+    num_agents: int = Field(4, ge=1, description="Agents with their own role and strategy texts.")
+    epsilon: float = Field(0.3, ge=0, le=1, description="Dispatcher: chance of a random agent (ε-greedy).")
+    ema_alpha: float = Field(0.3, gt=0, le=1, description="Dispatcher: weight of the newest quality in the EMA.")
+    evolution_interval: int = Field(3, ge=1, description="Evolve agents every N global epochs (both phases).")
+    evolution_min_records: int = Field(20, ge=0, description="Experience records needed before evolving agents.")
+    experience_top_k: int = Field(5, ge=0, description="Examples of the same operation shown in a prompt.")
+
+
 class RunConfig(_Section):
     """The whole configuration of one run."""
 
@@ -93,6 +111,7 @@ class RunConfig(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
 
     def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
         """Return a copy with dotted-key overrides applied, e.g. ``{"search.max_steps": 30}``.
@@ -148,5 +167,5 @@ def load_config(path: Path | None = None) -> RunConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML ({exc})") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections (search, model, sandbox)")
+        raise ConfigError(f"{path}: the top level must be a mapping of sections (search, model, sandbox, agents)")
     return _validate(data, source=str(path))

@@ -13,6 +13,11 @@ Run directory layout (SPEC §5)::
     RUN_DIR/best_solution.py             best valid node's program
     RUN_DIR/submission/submission.csv    best valid node's submission
     RUN_DIR/grade_report.json            that submission graded on the private answers
+    RUN_DIR/agents/<agent_id>/*.md       each agent's role and strategy texts (SPEC §9)
+    RUN_DIR/agents/dispatcher.json       the dispatcher's EMA scores
+    RUN_DIR/experience.jsonl             the experience pool, one record per node
+    RUN_DIR/agent_evolutions/            one record (+ prompts) per agent evolution
+    RUN_DIR/run_report.json              operations, agents, evolutions (at the end)
 """
 
 from __future__ import annotations
@@ -22,15 +27,25 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swarm_evo.agents import AgentPool
 from swarm_evo.budget import Budget
 from swarm_evo.competition import Competition, CompetitionError, load_competition
 from swarm_evo.config import RunConfig
 from swarm_evo.data_preview import preview_data
+from swarm_evo.dispatcher import STATE_FILE, Dispatcher
+from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.genes import LOCI
 from swarm_evo.journal import JOURNAL_FILE, Journal
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
-from swarm_evo.sandbox import DockerSandbox, LocalSandbox, RuntimeInfo, Sandbox, describe_runtime
+from swarm_evo.sandbox import (
+    DockerSandbox,
+    LocalSandbox,
+    RuntimeInfo,
+    Sandbox,
+    describe_runtime,
+)
 from swarm_evo.selection import previous_plan_keys
+
 
 def threads_per_execution(parallel_workers: int) -> int:
     """OpenMP/BLAS threads per program: the cores shared by the parallel executions.
@@ -96,6 +111,9 @@ class RunSession:
     sandbox: Sandbox
     data_preview: str
     runtime: RuntimeInfo
+    agents: AgentPool
+    dispatcher: Dispatcher
+    experience: ExperiencePool
     loci: tuple[str, ...] = LOCI
     plans_in_flight: set[tuple] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -145,7 +163,8 @@ def open_session(
     Raises:
         CompetitionError: the competition cannot be loaded (names the file and the fix).
         ModelAccessError: the model is unknown or its API key is missing.
-        RunDirectoryError: the run directory's journal belongs to another competition.
+        RunDirectoryError: the run directory's journal belongs to another competition, or its
+            saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
     competition = load_competition(competition_id, Path(data_dir))
@@ -175,6 +194,13 @@ def open_session(
     journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
     journal.save()
+    try:
+        agents = AgentPool.open(run_dir, config.agents.num_agents)
+    except ValueError as exc:
+        raise RunDirectoryError(str(exc)) from None
+    dispatcher = Dispatcher.open(
+        agents.ids, config.agents.epsilon, config.agents.ema_alpha, run_dir / "agents" / STATE_FILE
+    )
     session = RunSession(
         run_dir=run_dir,
         config=config,
@@ -189,6 +215,9 @@ def open_session(
         sandbox=sandbox,
         data_preview=preview_data(competition.public_dir),
         runtime=runtime,
+        agents=agents,
+        dispatcher=dispatcher,
+        experience=ExperiencePool(run_dir / EXPERIENCE_FILE),
     )
     with _REGISTRY_LOCK:
         _SESSIONS[str(run_dir)] = session

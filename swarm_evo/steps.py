@@ -16,16 +16,26 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.competition import Competition, grade_submission, validate_submission
-from swarm_evo.competition import CompetitionReport
+from swarm_evo.competition import (
+    Competition,
+    CompetitionReport,
+    grade_submission,
+    validate_submission,
+)
 from swarm_evo.debug_chain import Attempt, ChainOutcome
-from swarm_evo.genes import parse_genes
+from swarm_evo.evolution_log import build_evolution_log
+from swarm_evo.experience import record_for
+from swarm_evo.genes import parse_genes, split_program
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code, complete_review
+from swarm_evo.merge_compat import check_merge_compatibility
 from swarm_evo.node import LLMUsage, Node, Operation
 from swarm_evo.prevalidate import static_check
 from swarm_evo.prompts import render
+from swarm_evo.quality import node_quality
 from swarm_evo.review import REVIEW_TOOL, ReviewOutcome, decide_review, parse_metric
+from swarm_evo.run_report import build_run_report
+from swarm_evo.run_report import write_run_report as save_run_report
 from swarm_evo.selection import (
     choose_phase2_operation,
     draft_history,
@@ -37,6 +47,7 @@ from swarm_evo.selection import (
 from swarm_evo.session import RunSession
 
 SUBMISSION = Path("submission") / "submission.csv"
+RUN_REPORT_FILE = "run_report.json"
 
 
 # --------------------------------------------------------------------------- context
@@ -105,6 +116,22 @@ def step_rng(session: RunSession, slot: int, purpose: str) -> random.Random:
     return random.Random(f"{session.config.seed}:{slot}:{purpose}")
 
 
+def operation_context(session: RunSession, slot: int, operation: str) -> tuple[str, dict[str, Any]]:
+    """Pick the step's agent (dispatcher) and gather what every operation prompt shows (SPEC §9).
+
+    Returns ``(agent_id, variables)`` with ``agent`` (its role and this operation's strategy),
+    ``operation``, ``experience`` (top-k records of this operation) and ``evolution_log``.
+    """
+    agent_id = session.dispatcher.choose(operation, step_rng(session, slot, "agent"))
+    agent = session.agents.get(agent_id)
+    return agent_id, {
+        "agent": {"id": agent_id, "role": agent.texts["role"], "strategy": agent.strategy(operation)},
+        "operation": operation,
+        "experience": session.experience.examples(operation, session.config.agents.experience_top_k),
+        "evolution_log": build_evolution_log(session.journal),
+    }
+
+
 # --------------------------------------------------------------------------- operations
 class OperationRequest(BaseModel):
     """A prepared operation: the prompt for the model and what the node will record."""
@@ -116,21 +143,26 @@ class OperationRequest(BaseModel):
     template: str
     prompt: str
     ctx: dict[str, Any]
+    agent_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 def prepare_draft(session: RunSession, slot: int) -> OperationRequest:
     """Phase 1 draft: draft.j2 with the draft history (seed 000 §5 'diversity')."""
     history = draft_history(session.journal)
+    agent_id, agent_vars = operation_context(session, slot, "draft")
     prompt = render(
         "draft.j2",
         **prompt_context(session),
+        **agent_vars,
         draft_history=history,
         data_preview=session.data_preview,
     )
     ctx = offline_context(session, "draft", f"slot{slot}:draft")
     ctx["draft_history"] = history
-    return OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt=prompt, ctx=ctx)
+    return OperationRequest(
+        operation="draft", phase=1, slot=slot, template="draft.j2", prompt=prompt, ctx=ctx, agent_id=agent_id
+    )
 
 
 def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
@@ -158,8 +190,9 @@ def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
         raise ValueError("Phase 2 needs at least one valid node")
     parent = tournament_select(pool, search.tournament_k, rng)
     target = select_mutation_target(parent, rng, loci=session.loci, stub_threshold=search.stub_threshold)
+    agent_id, agent_vars = operation_context(session, slot, "mutate")
     prompt = render(
-        "mutate.j2", **prompt_context(session), parent=parent, target_locus=target
+        "mutate.j2", **prompt_context(session), **agent_vars, parent=parent, target_locus=target
     )
     ctx = offline_context(session, "mutate", f"slot{slot}:mutate")
     ctx.update(parent_code=parent.code, target_locus=target)
@@ -171,6 +204,7 @@ def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
         template="mutate.j2",
         prompt=prompt,
         ctx=ctx,
+        agent_id=agent_id,
         metadata={"target_locus": target},
     )
 
@@ -181,11 +215,21 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
         locus: {"source_node_id": cand.source_node_id, "code": cand.code, "quality": cand.quality}
         for locus, cand in plan.genes.items()
     }
+    sources = {locus: cand.source_node_id for locus, cand in plan.genes.items()}
+    warnings = check_merge_compatibility(
+        {locus: cand.code for locus, cand in plan.genes.items()},
+        sources=sources,
+        stub_threshold=session.config.search.stub_threshold,
+        preambles={locus: split_program(session.journal.get(src).code)[0] for locus, src in sources.items()},
+    )
+    agent_id, agent_vars = operation_context(session, slot, "merge")
     prompt = render(
         "merge.j2",
         **prompt_context(session),
+        **agent_vars,
         primary_parent=parent,
         gene_plan=genes,
+        merge_warnings=warnings,
         data_preview=session.data_preview,
     )
     ctx = offline_context(session, "merge", f"slot{slot}:merge")
@@ -198,7 +242,8 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
         template="merge.j2",
         prompt=prompt,
         ctx=ctx,
-        metadata={"gene_sources": plan.sources(), "gene_plan": plan.metadata()},
+        agent_id=agent_id,
+        metadata={"gene_sources": plan.sources(), "gene_plan": plan.metadata(), "merge_warnings": warnings},
     )
 
 
@@ -250,6 +295,13 @@ def generate_program(session: RunSession, node_id: str, request: OperationReques
     return Generated(plan=plan, code=code, usage=usage, prevalidation=record)
 
 
+def memory_limit_text(session: RunSession) -> str | None:
+    """The memory limit programs run under, for debug prompts: the configured limit, else the
+    sandbox's cgroup limit from the runtime probe (Docker's default), else None."""
+    limit = session.config.sandbox.memory_limit_mb or session.runtime.memory_limit_mb
+    return f"{limit} MB" if limit else None
+
+
 def debug_program(
     session: RunSession,
     node_id: str,
@@ -271,7 +323,7 @@ def debug_program(
         term_out=term_out,
         exc_type=exc_type,
         problems=problems,
-        memory_limit=f"{cfg.sandbox.memory_limit_mb} MB" if cfg.sandbox.memory_limit_mb else None,
+        memory_limit=memory_limit_text(session),
     )
     save_prompt(session, node_id, f"debug{attempt}", prompt)
     ctx = offline_context(session, "debug", f"slot{slot}:debug{attempt}")
@@ -394,6 +446,7 @@ def assemble_node(
         debug_attempts=chain.attempts,
         approach_tag=review.approach_tag,
         analysis=review.analysis,
+        agent_id=request.agent_id,
         llm_usage=usage,
         metadata=metadata,
     )
@@ -414,15 +467,24 @@ def failed_generation_node(
         lower_is_better=session.competition.is_lower_better,
         is_buggy=True,
         dead=True,
+        agent_id=request.agent_id,
         metadata={**request.metadata, "timings": {"wall": round(wall_seconds, 3)}},
     )
 
 
 def append_node(session: RunSession, node: Node, request: OperationRequest) -> Node:
-    """Append the step's node to the journal (atomic save) and commit its budget slot."""
-    session.journal.append(node)
+    """Append the step's node to the journal (atomic save), commit its budget slot, and let
+    the learning loops see it (SPEC §9): its quality (``metadata.quality``: percentile rank of
+    its fitness among valid nodes, 0 when buggy) updates the dispatcher's EMA of its
+    (agent, operation) and becomes an experience record."""
+    with session.lock:
+        node.metadata["quality"] = node_quality(session.journal, node)
+        session.journal.append(node)
     session.budget.commit(request.slot)
     release_request(session, request)
+    if node.agent_id:
+        session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"])
+        session.experience.add(record_for(node, node.metadata["quality"]))
     return node
 
 
@@ -442,3 +504,13 @@ def finalize_run(session: RunSession) -> tuple[Node | None, CompetitionReport]:
     report = grade_submission(target, session.competition)
     atomic_write_text(session.run_dir / "grade_report.json", report.model_dump_json(indent=2))
     return best, report
+
+
+def write_run_report(session: RunSession) -> dict:
+    """Build ``RUN_DIR/run_report.json`` (operations, agents, evolutions, Phase 2 start) and return it."""
+    from swarm_evo.agent_evolution import load_evolutions
+
+    evolutions = [record.summary() for record in load_evolutions(session.run_dir)]
+    report = build_run_report(session.journal, evolutions, session.agents.ids)
+    save_run_report(session.run_dir / RUN_REPORT_FILE, report)
+    return report

@@ -18,6 +18,7 @@ from prefect.artifacts import (
 )
 
 from swarm_evo import report as views
+from swarm_evo import run_report
 from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
@@ -83,3 +84,22 @@ def publish_final_report(run_dir: str, grade: CompetitionReport) -> dict:
         description=f"Final report of {session.competition.id}",
     )
     return summary
+
+
+@task(name="publish-run-report", **TASK_DEFAULTS)
+def publish_run_report(run_dir: str, report: dict) -> None:
+    """The run report as table artifacts: ``<run>-operations`` (one row per operation) and
+    ``<run>-agents`` (one row per agent); the JSON is ``RUN_DIR/run_report.json``."""
+    session = get_session(run_dir)
+    create_table_artifact(
+        table=run_report.run_report_rows(report),
+        key=artifact_key(run_dir, "operations"),
+        description=f"Per-operation rates of {session.competition.id}: buggy, dead, debug fixes, mean fitness "
+        f"(Phase 2 from step {report.get('phase2_started_at_step')})",
+    )
+    create_table_artifact(
+        table=run_report.agent_rows(report),
+        key=artifact_key(run_dir, "agents"),
+        description=f"Steps per agent of {session.competition.id} "
+        f"({len(report.get('agent_evolutions') or [])} agent evolutions)",
+    )

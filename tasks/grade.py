@@ -15,3 +15,9 @@ from tasks._policy import TASK_DEFAULTS
 def grade_best(run_dir: str) -> tuple[Node | None, CompetitionReport]:
     """Write best_solution.py, submission/submission.csv and grade_report.json."""
     return steps.finalize_run(get_session(run_dir))
+
+
+@task(name="write-run-report", **TASK_DEFAULTS)
+def write_run_report(run_dir: str) -> dict:
+    """Write RUN_DIR/run_report.json (operations, steps per agent, agent evolutions)."""
+    return steps.write_run_report(get_session(run_dir))

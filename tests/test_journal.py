@@ -6,34 +6,12 @@ import json
 import threading
 
 import pytest
+from factories import make_node, program
 
-from swarm_evo import genes as G
 from swarm_evo import journal as J
 from swarm_evo.journal import Journal, JournalError
-from swarm_evo.node import Node
 
 STUB = "# Not applicable — handled by the model.\n"
-
-
-def program(**overrides: str) -> str:
-    body = {l: f"value_{l.lower()} = compute_{l.lower()}(alpha=1)\n" for l in G.LOCI}
-    body.update(overrides)
-    return "import numpy as np\n" + "".join(f"# [SECTION: {l}]\n{body[l]}" for l in G.LOCI)
-
-
-def make_node(metric=0.5, lower_is_better=False, is_buggy=False, dead=False, code=None, **kw) -> Node:
-    code = program() if code is None else code
-    return Node(
-        operation=kw.pop("operation", "draft"),
-        phase=kw.pop("phase", 1),
-        code=code,
-        genes=G.parse_genes(code),
-        metric_value=metric,
-        lower_is_better=lower_is_better,
-        is_buggy=is_buggy,
-        dead=dead,
-        **kw,
-    )
 
 
 def test_append_assigns_one_based_steps():

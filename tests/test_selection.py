@@ -8,6 +8,7 @@ import random
 from collections import Counter
 
 import pytest
+from factories import make_node
 
 from swarm_evo import genes as G
 from swarm_evo.journal import Journal
@@ -36,17 +37,7 @@ def program(tag: str, loci=LOCI3, **overrides: str) -> str:
 
 def node(tag="a", metric=0.5, lower_is_better=False, is_buggy=False, dead=False, loci=LOCI3, **kw) -> Node:
     code = program(tag, loci, **kw.pop("genes", {}))
-    return Node(
-        operation=kw.pop("operation", "draft"),
-        phase=kw.pop("phase", 1),
-        code=code,
-        genes=G.parse_genes(code),
-        metric_value=metric,
-        lower_is_better=lower_is_better,
-        is_buggy=is_buggy,
-        dead=dead,
-        **kw,
-    )
+    return make_node(metric, lower_is_better, is_buggy, dead, code=code, **kw)
 
 
 def journal(*specs) -> Journal:

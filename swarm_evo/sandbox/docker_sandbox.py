@@ -40,7 +40,13 @@ from swarm_evo.sandbox.base import (
     prepare_workdir,
     scrub_env,
 )
-from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
+from swarm_evo.sandbox.gpus import (
+    NVIDIA_FIX,
+    DevicePool,
+    GpuSpec,
+    describe_spec,
+    device_request,
+)
 
 DEFAULT_IMAGE = "swarm-evo-sandbox:latest"
 """Built by ``bash deployments/build-sandbox-image-offline.sh`` (or deployments/sandbox.Dockerfile)."""

@@ -1,7 +1,8 @@
 """The offline model's answer to one call, from the structured context (CTX) alone.
 
-Purposes: draft, mutate, merge, debug, fix (code replies: plan + one fenced python block)
-and review (a ``submit_review`` tool call). All randomness comes from
+Purposes: draft, mutate, merge, debug, fix (code replies: plan + one fenced python block),
+review (a ``submit_review`` tool call) and evolve_agent (a ``submit_agent_texts`` tool call:
+rewritten role/draft/merge/mutate agent texts, SPEC §9). All randomness comes from
 ``random.Random(f"{seed}:{call_key}")``, so the same CTX gives the same reply.
 """
 
@@ -11,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from ... import genes as G
-from . import alleles, data_gene, faults, models, programs, repair, review
+from . import alleles, data_gene, evolve_agent, faults, models, programs, repair, review
 from .dataset import DatasetInfo, infer_dataset
 
 
@@ -145,6 +146,8 @@ def respond(ctx: dict) -> Reply:
     rng = rng_for(ctx)
     if purpose == "review":
         return Reply(tool_name="submit_review", tool_arguments=review.review(ctx, rng))
+    if purpose == "evolve_agent":
+        return Reply(tool_name="submit_agent_texts", tool_arguments=evolve_agent.evolve_agent(ctx, rng))
     comp = ctx.get("competition") or {}
     info = infer_dataset(comp) if comp.get("public_dir") else None
     if purpose == "debug":

@@ -1,0 +1,113 @@
+"""The experience pool: what each step achieved, for prompts and agent evolution (SPEC §9).
+
+One record per journal node, appended as a JSON line to ``RUN_DIR/experience.jsonl``:
+``{agent_id, operation, quality, plan_summary, node_id, step, metric, exc_type, created_at}``.
+Prompts get the top-k records *of their own operation* (the upstream query asked for an
+operation name no record had, so its prompts never got an example); agent evolution reads an
+agent's records for its statistics and its best and worst plans.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from swarm_evo.node import Node, utc_now
+
+EXPERIENCE_FILE = "experience.jsonl"
+
+
+class ExperienceRecord(BaseModel):
+    """One step's outcome. ``quality`` is :func:`swarm_evo.quality.node_quality` at append time."""
+
+    agent_id: str
+    operation: str
+    quality: float
+    plan_summary: str
+    node_id: str
+    step: int | None = None
+    metric: float | None = None
+    exc_type: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+
+    @property
+    def succeeded(self) -> bool:
+        """The node was valid (quality > 0)."""
+        return self.quality > 0
+
+
+def plan_summary(node: Node, limit: int = 240) -> str:
+    """A one-line summary of a node's approach: its approach tag and the plan's first sentence."""
+    plan = " ".join((node.plan or "").split())
+    first = plan.split(". ")[0].strip().rstrip(".")
+    parts = [p for p in (node.approach_tag, first) if p]
+    text = " — ".join(dict.fromkeys(parts)) or (node.exc_type or "no plan")
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class ExperiencePool:
+    """Records in ``RUN_DIR/experience.jsonl`` (loaded on open, appended per node). Thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._records: list[ExperienceRecord] = []
+        self._lock = threading.Lock()
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    self._records.append(ExperienceRecord.model_validate_json(line))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def add(self, record: ExperienceRecord) -> None:
+        """Append a record (one JSON line, flushed and fsynced)."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(record.model_dump_json() + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._records.append(record)
+
+    def records(self, operation: str | None = None, agent_id: str | None = None) -> list[ExperienceRecord]:
+        """Records in append order, optionally of one operation and/or one agent."""
+        with self._lock:
+            return [
+                r for r in self._records
+                if (operation is None or r.operation == operation) and (agent_id is None or r.agent_id == agent_id)
+            ]
+
+    def top_k(self, operation: str, k: int) -> list[ExperienceRecord]:
+        """The ``k`` best successful records of ``operation``: quality descending, newer first on ties."""
+        ranked = [r for r in self.records(operation=operation) if r.succeeded]
+        ranked = sorted(enumerate(ranked), key=lambda item: (-item[1].quality, -item[0]))
+        return [r for _, r in ranked[: max(0, k)]]
+
+    def examples(self, operation: str, k: int) -> list[dict]:
+        """:meth:`top_k` as plain dicts for prompt templates (``skills/experience.j2``)."""
+        return [r.model_dump() for r in self.top_k(operation, k)]
+
+
+def record_for(node: Node, quality: float) -> ExperienceRecord:
+    """The experience record of a journal node (its agent must be set).
+
+    Raises:
+        ValueError: the node has no agent_id.
+    """
+    if not node.agent_id:
+        raise ValueError(f"node {node.id} has no agent_id")
+    return ExperienceRecord(
+        agent_id=node.agent_id,
+        operation=node.operation,
+        quality=quality,
+        plan_summary=plan_summary(node),
+        node_id=node.id,
+        step=node.step,
+        metric=node.metric_value,
+        exc_type=node.exc_type,
+    )

@@ -1,0 +1,119 @@
+"""The learning loops through a real flow run (SPEC §9; issue 4): agents chosen by the
+dispatcher, experience examples and the evolution log in the prompts, agent evolutions on the
+global epoch count across both phases, the run report, and a repository left untouched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swarm_evo.agents import TEXT_KINDS, initial_texts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def wine_run(prefect_server, tmp_path_factory):
+    """20 steps on sklearn-wine: 2 steps per epoch, Phase 1 ends at 4 valid nodes, agents
+    evolve every 3 global epochs once 4 records exist."""
+    from flows.two_phase_evo import two_phase_evo
+    from swarm_evo.competition import prepare_competition
+
+    tmp = tmp_path_factory.mktemp("loops")
+    prepare_competition("sklearn-wine", None, tmp / "data")
+    config = tmp / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "search": {"steps_per_epoch": 2, "phase1_target_nodes": 4, "parallel_workers": 2},
+        "agents": {"num_agents": 4, "evolution_interval": 3, "evolution_min_records": 4},
+    }))
+    run_dir = tmp / "wine-loops"
+    status_before = _git_status()
+    summary = two_phase_evo(competition_id="sklearn-wine", data_dir=str(tmp / "data"), run_dir=str(run_dir),
+                            model="offline", max_steps=20, seed=2, config_path=str(config))
+    return run_dir, summary, status_before
+
+
+def _nodes(run_dir: Path) -> list[dict]:
+    return json.loads((run_dir / "journal.json").read_text())["nodes"]
+
+
+def test_every_node_has_an_agent_and_feeds_dispatcher_and_experience(wine_run):
+    run_dir, _, _ = wine_run
+    nodes = _nodes(run_dir)
+    assert len(nodes) == 20 and all(n["agent_id"] for n in nodes)
+    records = [json.loads(line) for line in (run_dir / "experience.jsonl").read_text().splitlines()]
+    assert [r["node_id"] for r in records] == [n["id"] for n in sorted(nodes, key=lambda n: n["step"])]
+    assert all(r["quality"] == n["metadata"]["quality"] for r, n in zip(records, sorted(nodes, key=lambda n: n["step"])))
+    dispatcher = json.loads((run_dir / "agents" / "dispatcher.json").read_text())
+    updates = sum(sum(ops.values()) for ops in dispatcher["updates"].values())
+    assert updates == 20, "the dispatcher is updated after every step"
+    assert len({n["agent_id"] for n in nodes}) >= 3
+
+
+def test_agent_evolution_counts_global_epochs_across_both_phases(wine_run):
+    from swarm_evo.agent_evolution import load_evolutions
+
+    run_dir, _, _ = wine_run
+    nodes = _nodes(run_dir)
+    last_phase1_epoch = max(n["epoch"] for n in nodes if n["phase"] == 1)
+    first_phase2_epoch = min(n["epoch"] for n in nodes if n["phase"] == 2)
+    assert first_phase2_epoch == last_phase1_epoch + 1, "Phase 2 continues the epoch count"
+    evolutions = load_evolutions(run_dir)
+    last_epoch = max(n["epoch"] for n in nodes)
+    assert [e.epoch for e in evolutions] == [e for e in range(3, last_epoch + 1, 3)]
+    assert any(e.epoch > last_phase1_epoch for e in evolutions), "an evolution happened in Phase 2"
+    first = evolutions[0]
+    assert len(first.rewrites) == 2 and first.elite_id not in {r.agent_id for r in first.rewrites}
+    assert all(r.changed for r in first.rewrites)
+    # the rewritten texts are the agents' texts now (for the latest rewrite of each agent), in the run dir
+    latest = {r.agent_id: r for e in evolutions for r in e.rewrites if r.changed}
+    for agent_id, rewrite in latest.items():
+        for kind in TEXT_KINDS:
+            assert (run_dir / "agents" / agent_id / f"{kind}.md").read_text().strip() == rewrite.new_texts[kind]
+    assert any(rewrite.new_texts != {k: v for k, v in initial_texts().items()} for rewrite in latest.values())
+    assert (run_dir / "agent_evolutions" / f"evolution-{first.index}" / f"prompt-{first.rewrites[0].agent_id}.md").exists()
+
+
+def test_prompts_carry_agent_texts_examples_and_evolution_log(wine_run):
+    run_dir, _, _ = wine_run
+    nodes = sorted(_nodes(run_dir), key=lambda n: n["step"])
+    seen = set()
+    for node in nodes[2:]:  # after the first epoch (2 parallel steps) the journal is not empty
+        prompt_file = run_dir / "nodes" / node["id"] / f"prompt-{node['operation']}.md"
+        if not prompt_file.exists():
+            continue
+        prompt = prompt_file.read_text()
+        assert "# Evolution log" in prompt and "## Recent changes" in prompt
+        if f"# Examples from earlier {node['operation']} steps" in prompt:
+            seen.add(node["operation"])
+            other = {"draft", "merge", "mutate"} - {node["operation"]}
+            assert not any(f"# Examples from earlier {o} steps" in prompt for o in other)
+        agent_strategy = (run_dir / "agents" / node["agent_id"] / f"{node['operation']}.md").read_text().strip()
+        if node["step"] == nodes[-1]["step"]:
+            assert agent_strategy in prompt, "the last prompt uses its agent's current strategy text"
+    assert {"draft", "mutate"} <= seen
+
+
+def test_run_report_and_artifacts(wine_run):
+    run_dir, summary, _ = wine_run
+    report = json.loads((run_dir / "run_report.json").read_text())
+    assert set(report["operations"]) == {"draft", "merge", "mutate"}
+    assert sum(op["count"] for op in report["operations"].values()) == 20
+    assert sum(report["steps_per_agent"].values()) == 20
+    assert len(report["agent_evolutions"]) >= 2
+    nodes = _nodes(run_dir)
+    assert report["phase2_started_at_step"] == min(n["step"] for n in nodes if n["phase"] == 2)
+
+
+def test_the_repository_is_untouched_by_a_run(wine_run):
+    _, _, before = wine_run
+    assert _git_status() == before
