@@ -12,6 +12,7 @@ get new texts from the model through ``evolve_agent.j2``: their own texts, the e
 top-ranked agent's) texts, both agents' statistics, and up to 3 best and 3 worst plan
 summaries of the weak agent. The reply is a forced ``submit_agent_texts`` tool call.
 
+A rewritten agent's dispatcher scores are reset, so the greedy choice tries its new texts.
 Each evolution is recorded in ``RUN_DIR/agent_evolutions/evolution-<k>.json`` (which agents,
 old and new texts, the statistics, the rationale) with its rendered prompts beside it; the
 Prefect layer also publishes it as an artifact.
@@ -262,6 +263,7 @@ def evolve_agents(session: RunSession, epoch: int) -> EvolutionRecord | None:
                           rationale=(args or {}).get("rationale") if texts else None)
         if texts is not None:
             updated = session.agents.rewrite(agent_id, texts, evolved_from=elite_id, evolution=index)
+            session.dispatcher.reset(agent_id)  # the new texts get tried, not judged by the old ones
             rewrite.new_texts = updated.texts
             rewrite.generation = updated.generation
         rewrites.append(rewrite)

@@ -103,6 +103,18 @@ class Dispatcher:
             self._save_locked()
             return new
 
+    def reset(self, agent_id: str) -> None:
+        """Forget an agent's EMA scores (all operations), e.g. after its texts were rewritten:
+        its pairs count as untried again, so the greedy choice tries the new texts instead of
+        judging them by the old texts' record. Counts of updates and choices are kept.
+
+        Raises:
+            KeyError: unknown agent.
+        """
+        with self._lock:
+            self.scores[agent_id] = {op: None for op in OPERATIONS}
+            self._save_locked()
+
     def state(self) -> dict:
         """JSON-ready state: epsilon, alpha, scores, updates and choices per agent."""
         with self._lock:

@@ -43,7 +43,11 @@ def plan_summary(node: Node, limit: int = 240) -> str:
     """A one-line summary of a node's approach: its approach tag and the plan's first sentence."""
     plan = " ".join((node.plan or "").split())
     first = plan.split(". ")[0].strip().rstrip(".")
-    parts = [p for p in (node.approach_tag, first) if p]
+    tag = (node.approach_tag or "").strip()
+    if tag and first and tag in first:
+        parts = [first]  # the plan already names the approach
+    else:
+        parts = [p for p in (tag, first) if p]
     text = " — ".join(dict.fromkeys(parts)) or (node.exc_type or "no plan")
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

@@ -84,6 +84,16 @@ def test_greedy_choice_follows_the_updates():
     assert Counter(d.choose("draft", random.Random(i)) for i in range(60)).keys() == {"a", "b", "c"}
 
 
+def test_reset_makes_a_rewritten_agent_untried_again():
+    d = Dispatcher(["a", "b"], epsilon=0.0, alpha=0.5)
+    d.update("a", "draft", 0.9)
+    d.update("b", "draft", 0.1)
+    assert d.choose("draft", random.Random(1)) == "a"
+    d.reset("b")
+    assert d.scores["b"] == {"draft": None, "merge": None, "mutate": None} and d.updates["b"]["draft"] == 1
+    assert d.choose("draft", random.Random(1)) == "b"
+
+
 def test_epsilon_explores_at_the_configured_rate():
     d = Dispatcher(["a", "b", "c", "d"], epsilon=0.4, alpha=0.3)
     for agent, q in zip("abcd", (1.0, 0.1, 0.1, 0.1)):
@@ -144,5 +154,7 @@ def test_record_for_a_node_summarises_its_plan():
     assert record.agent_id == "agent-2" and record.step == 5 and record.metric == 0.8
     assert record.plan_summary == "HistGradientBoosting + target encoding — Use a gradient-boosted model on engineered features"
     assert len(plan_summary(make_node(plan="x" * 1000))) <= 240
+    tagged = make_node(approach_tag="KNeighbors + raw columns", plan="Mutation of one gene; the approach is KNeighbors + raw columns. More.")
+    assert plan_summary(tagged) == "Mutation of one gene; the approach is KNeighbors + raw columns"
     with pytest.raises(ValueError):
         record_for(make_node(), 0.5)
