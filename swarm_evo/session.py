@@ -56,6 +56,11 @@ def threads_per_execution(parallel_workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, parallel_workers))
 
 
+_SESSIONS: dict[str, RunSession] = {}
+_RUNTIMES: dict[str, RuntimeInfo] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
 def make_sandbox(config: RunConfig) -> Sandbox:
     """The execution backend named by ``config.sandbox.backend`` (SPEC §10).
 
@@ -87,7 +92,8 @@ def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:
     """Build the sandbox and probe it (the preflight check): ``(sandbox, runtime)``.
 
     The probe runs one tiny program through the sandbox with the run's limits and GPU
-    request, so a missing image, a dead daemon or a host without the NVIDIA runtime stops the
+    request (once per process and sandbox configuration: the CLI's preflight and the flow's
+    session share it), so a missing image, a dead daemon or a host without the NVIDIA runtime stops the
     run here, before any step.
 
     Raises:
@@ -95,7 +101,14 @@ def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:
         RuntimeProbeError: the probe ran but failed (e.g. no Python in the image).
     """
     sandbox = make_sandbox(config)
-    return sandbox, describe_runtime(sandbox)
+    key = f"{config.search.parallel_workers}:{config.sandbox.model_dump_json()}"
+    with _REGISTRY_LOCK:
+        runtime = _RUNTIMES.get(key)
+    if runtime is None:
+        runtime = describe_runtime(sandbox)
+        with _REGISTRY_LOCK:
+            _RUNTIMES[key] = runtime
+    return sandbox, runtime
 
 
 @dataclass
@@ -143,8 +156,6 @@ class RunDirectoryError(ValueError):
     """A run directory that belongs to another competition or cannot be used."""
 
 
-_SESSIONS: dict[str, RunSession] = {}
-_REGISTRY_LOCK = threading.Lock()
 
 
 def open_session(
