@@ -1,8 +1,11 @@
-"""two_phase_evo: the main flow (SPEC §1, §6; seed 000 §14).
+"""two_phase_evo: the main flow (SPEC §1, §6, §11; seed 000 §14).
 
 Phase 1 (``phase1_draft``) drafts until the valid pool reaches K; Phase 2 (``phase2_evolve``)
 merges and mutates until the budget or the time limit runs out; then the best valid node's
 submission is graded and the final report published. Deployed as ``two-phase-evo/<name>``.
+The same flow evolves a program-optimisation problem (``problem=``): its initial program is
+evaluated first and the evaluation agent writes the auxiliary metrics; every node is then
+evaluated through the Eval Service core and the report compares the best with the initial.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from tasks.artifacts import (
 )
 from tasks.gpu import ensure_gpu_limit
 from tasks.grade import grade_best, write_run_report
+from tasks.problem import evaluate_initial_program, write_auxiliary_metrics
 
 
 def resolve_config(
@@ -76,8 +80,9 @@ def resolve_config(
 
 @flow(name="two-phase-evo", log_prints=True)
 def two_phase_evo(
-    competition_id: str,
-    data_dir: str = "data",
+    competition_id: str | None = None,
+    data_dir: str | None = None,
+    problem: str | None = None,
     run_dir: str | None = None,
     model: str | None = None,
     max_steps: int | None = None,
@@ -91,13 +96,16 @@ def two_phase_evo(
     llm_block: str | None = None,
     sandbox_block: str | None = None,
 ) -> dict:
-    """Solve one competition with the two-phase evolutionary search.
+    """Solve one competition, or one optimisation problem, with the two-phase evolutionary search.
 
     Args:
         competition_id: a built-in id or a folder ``<data_dir>/<id>`` with config.yaml.
-        data_dir: MLE-bench data directory (``<data_dir>/<id>/prepared/{public,private}``).
+        data_dir: MLE-bench data directory (``<data_dir>/<id>/prepared/{public,private}``;
+            default ``data``); for a problem, where its data file is looked up.
+        problem: a problem to evolve instead of a competition: a built-in name
+            (circle-packing, tsp, count-primes) or a problem folder (SPEC §11).
         run_dir: where the journal and files go (default ``runs/<id>-<time>-s<seed>``); an
-            existing run directory of the same competition is continued.
+            existing run directory of the same competition or problem is continued.
         model: litellm model name or ``offline``; overrides the config file and the block.
         max_steps, seed, parallel_workers, time_limit: override the config file.
         config_path: YAML config (swarm_evo/config.py lists the keys).
@@ -115,10 +123,12 @@ def two_phase_evo(
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block,
     )
-    run_path = Path(run_dir) if run_dir else default_run_dir(competition_id, config.seed)
+    name = problem if problem is not None else competition_id
+    run_path = Path(run_dir) if run_dir else default_run_dir(Path(str(name)).name, config.seed)
     session = open_session(
         competition_id=competition_id,
-        data_dir=Path(data_dir),
+        problem=problem,
+        data_dir=Path(data_dir) if data_dir else (None if problem else Path("data")),
         run_dir=run_path,
         config=config,
         endpoint=endpoint_for(config.model, api_key),
@@ -129,6 +139,10 @@ def two_phase_evo(
     if session.sandbox.gpu_limit:
         ensure_gpu_limit(session.sandbox.gpu_limit)
     start_progress(key)
+    if session.objective.kind == "problem":
+        initial = evaluate_initial_program(key)
+        logger.info("initial program: combined_score %s (correct %s)", initial.get("combined_score"), initial.get("correct"))
+        write_auxiliary_metrics(key)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
     if journal.count(phase=2) == 0:
@@ -140,5 +154,5 @@ def two_phase_evo(
     summary = publish_final_report(key, grade)
     summary["run_dir"] = key
     summary["epochs"] = epoch
-    logger.info("best validation metric %s; test score %s", best.metric_value if best else None, grade.score)
+    logger.info("best metric %s; final score %s", best.metric_value if best else None, getattr(grade, "score", None))
     return summary

@@ -227,10 +227,7 @@ def evolve_agents(session: RunSession, epoch: int) -> EvolutionRecord | None:
     Raises:
         litellm exceptions: transient model errors (the Prefect task retries them).
     """
-    from swarm_evo.steps import (  # steps imports this module's peers
-        competition_view,
-        offline_context,
-    )
+    from swarm_evo.steps import offline_context  # steps imports this module's peers
 
     cfg = session.config.agents
     experience = session.experience
@@ -251,7 +248,7 @@ def evolve_agents(session: RunSession, epoch: int) -> EvolutionRecord | None:
         best, worst = best_and_worst_plans(experience, agent_id)
         view = dict(agent=_agent_view(agent, stats[agent_id]), elite=_agent_view(elite, stats[elite_id]),
                     best_plans=best, worst_plans=worst)
-        prompt = render("evolve_agent.j2", competition=competition_view(session.competition), **view)
+        prompt = render("evolve_agent.j2", objective=session.objective.prompt_view(), **view)
         atomic_write_text(folder / f"evolution-{index}" / f"prompt-{agent_id}.md", prompt)
         ctx = offline_context(session, "evolve_agent", f"evolution{index}:{agent_id}")
         ctx.update(view, generation=agent.generation + 1)

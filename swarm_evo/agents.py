@@ -45,13 +45,15 @@ class Agent(BaseModel):
         return self.texts[operation]
 
 
-def initial_texts(root: Path | None = None) -> dict[str, str]:
-    """The starting texts: ``prompt_templates/agents/<kind>.md`` for every kind in TEXT_KINDS.
+def initial_texts(folder: Path | None = None) -> dict[str, str]:
+    """The starting texts: ``<folder>/<kind>.md`` for every kind in TEXT_KINDS; ``folder``
+    defaults to ``prompt_templates/agents/`` (ML competitions; problems use
+    ``prompt_templates/agents/program/``).
 
     Raises:
         FileNotFoundError: a file is missing (names it).
     """
-    folder = (root or templates_dir()) / AGENTS_DIR
+    folder = folder or templates_dir() / AGENTS_DIR
     texts = {}
     for kind in TEXT_KINDS:
         path = folder / f"{kind}.md"
@@ -74,8 +76,9 @@ class AgentPool:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, run_dir: Path, num_agents: int) -> "AgentPool":
-        """Load ``RUN_DIR/agents`` or create it with ``num_agents`` identical agents.
+    def open(cls, run_dir: Path, num_agents: int, texts_dir: Path | None = None) -> "AgentPool":
+        """Load ``RUN_DIR/agents`` or create it with ``num_agents`` identical agents whose
+        texts come from ``texts_dir`` (see :func:`initial_texts`).
 
         Raises:
             ValueError: the saved pool has a different number of agents than ``num_agents``.
@@ -96,7 +99,7 @@ class AgentPool:
                     "use the saved number or a new run directory"
                 )
             return cls(directory, agents)
-        texts = initial_texts()
+        texts = initial_texts(texts_dir)
         pool = cls(directory, [Agent(id=f"agent-{i + 1}", texts=dict(texts)) for i in range(num_agents)])
         pool.save()
         return pool

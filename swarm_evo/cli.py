@@ -1,7 +1,8 @@
 """The ``swarm-evo`` command line (issue 2 contract).
 
     swarm-evo prepare COMPETITION_ID --raw-dir RAW_DIR --data-dir DATA_DIR
-    swarm-evo run --competition-id ID --data-dir DATA_DIR [--model M] [--max-steps N] [--seed S]
+    swarm-evo run (--competition-id ID --data-dir DATA_DIR | --problem NAME [--data-dir DIR])
+                  [--model M] [--max-steps N] [--seed S]
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
                   [--llm-block NAME] [--sandbox-block NAME]
@@ -31,8 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, required=True)
 
     r = sub.add_parser("run", help="run the two-phase evolutionary search (Prefect flow two-phase-evo)")
-    r.add_argument("--competition-id", required=True)
-    r.add_argument("--data-dir", type=Path, required=True)
+    target = r.add_mutually_exclusive_group(required=True)
+    target.add_argument("--competition-id", help="a Kaggle/MLE-bench competition under --data-dir")
+    target.add_argument("--problem", help="an optimisation problem: circle-packing, tsp, count-primes or a folder")
+    r.add_argument("--data-dir", type=Path, default=None,
+                   help="MLE-bench data directory (required with --competition-id); a problem's data files")
     r.add_argument("--model", default=None, help="'offline' (default) or a litellm model name")
     r.add_argument("--max-steps", type=int, default=None)
     r.add_argument("--seed", type=int, default=None)
@@ -78,14 +82,16 @@ def _grade(args) -> int:
 
 
 def _run(args) -> int:
-    from swarm_evo.competition import load_competition
+    from swarm_evo.competition import CompetitionError
     from swarm_evo.llm.client import check_model_access, endpoint_for
-    from swarm_evo.session import default_run_dir, open_sandbox
+    from swarm_evo.session import default_run_dir, load_objective, open_sandbox
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from flows.two_phase_evo import resolve_config, two_phase_evo
 
+    if args.competition_id and args.data_dir is None:
+        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
     overrides = dict(
         model=args.model, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
@@ -96,31 +102,40 @@ def _run(args) -> int:
         str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
         **overrides,
     )
-    competition = load_competition(args.competition_id, args.data_dir)
-    if not competition.public_dir.is_dir():
-        return _fail(
-            f"{competition.public_dir} not found: run `swarm-evo prepare {competition.id} "
-            f"--raw-dir RAW_DIR --data-dir {args.data_dir}` first"
-        )
+    try:
+        objective = load_objective(args.competition_id, args.problem, args.data_dir)
+    except CompetitionError as exc:
+        if args.competition_id and "not found: prepare" in str(exc):
+            return _fail(
+                f"{exc}: run `swarm-evo prepare {args.competition_id} --raw-dir RAW_DIR --data-dir {args.data_dir}`"
+            )
+        raise
     check_model_access(endpoint_for(config.model, api_key))
     _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime
     print(f"sandbox: {config.sandbox.backend} ({runtime.device})")
-    run_dir = args.run_dir or default_run_dir(competition.id, config.seed)
+    run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
     summary = two_phase_evo(
-        competition_id=competition.id,
-        data_dir=str(args.data_dir),
+        competition_id=args.competition_id,
+        problem=args.problem,
+        data_dir=str(args.data_dir) if args.data_dir else None,
         run_dir=str(run_dir),
         config_path=str(args.config) if args.config else None,
         llm_block=args.llm_block,
         sandbox_block=args.sandbox_block,
         **overrides,
     )
-    grade = summary.get("grade_report") or {}
     print(f"run directory: {summary['run_dir']}")
     print(f"nodes: {summary['nodes']} (phase 1: {summary['phase1_nodes']}, phase 2: {summary['phase2_nodes']}), "
           f"valid: {summary['valid']}, dead: {summary['dead']}")
     best = summary.get("best_node") or {}
     print(f"best validation metric: {best.get('metric')}")
+    if summary.get("problem_report") is not None:
+        report = summary["problem_report"]
+        print(f"{report['score_name']}: {report['raw_score']} (initial program: {report['initial_raw_score']}, "
+              f"best known: {report['known_best']}); combined_score {report['score']} "
+              f"(initial {report['initial_score']})")
+        return 0 if report.get("correct") else 1
+    grade = summary.get("grade_report") or {}
     print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
     return 0 if grade.get("valid_submission") else 1
 
@@ -130,12 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
+    from swarm_evo.evaluation import ProblemError
     from swarm_evo.llm.client import ModelAccessError
     from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
     from swarm_evo.session import RunDirectoryError
 
     bad_input = (CompetitionError, ConfigError, ModelAccessError, RunDirectoryError, FileNotFoundError,
-                 SandboxUnavailableError, RuntimeProbeError)
+                 SandboxUnavailableError, RuntimeProbeError, ProblemError)
     try:
         handler = {"prepare": _prepare, "run": _run, "grade": _grade}[args.command]
         return handler(args)

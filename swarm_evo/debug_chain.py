@@ -24,8 +24,10 @@ class Attempt(BaseModel):
     """One version of a node's program and what happened when it ran.
 
     ``problems`` lists why the run counts as failed (exception, missing/invalid submission,
-    no metric line); empty means the execution succeeded. ``attempt`` is 0 for the
-    operation's own program and n for debug attempt n.
+    no metric line; for problems: the evaluation's error); empty means the execution
+    succeeded. ``attempt`` is 0 for the operation's own program and n for debug attempt n.
+    ``metric`` is the objective's score of this version (None when it failed) and
+    ``evaluation`` the Eval Service summary for problems (None for competitions).
     """
 
     attempt: int = 0
@@ -34,6 +36,8 @@ class Attempt(BaseModel):
     result: ExecutionResult
     problems: list[str] = Field(default_factory=list)
     usage: LLMUsage = Field(default_factory=LLMUsage)
+    metric: float | None = None
+    evaluation: dict | None = None
 
     @property
     def failed(self) -> bool:

@@ -288,11 +288,16 @@ def _keyword_pattern(keyword: str) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(keyword))
 
 
-def explored_directions(codes: Iterable[str], text_data: bool = False) -> list[str]:
-    """Directions of :data:`DIRECTIONS` some code uses (catalogue order); comments are ignored."""
+Catalogue = Sequence[tuple[str, Sequence[str]]]
+"""``(direction text, keywords)`` pairs; a direction without keywords is never marked explored."""
+
+
+def explored_directions(codes: Iterable[str], text_data: bool = False, catalogue: Catalogue | None = None) -> list[str]:
+    """Directions of ``catalogue`` (default :data:`DIRECTIONS`) some code uses (catalogue
+    order); comments are ignored."""
     stripped = [_COMMENT.sub("", code or "") for code in codes]
     found = []
-    for text, keywords in DIRECTIONS:
+    for text, keywords in (DIRECTIONS if catalogue is None else catalogue):
         if text in TEXT_ONLY_DIRECTIONS and not text_data:
             continue
         patterns = [_keyword_pattern(k) for k in keywords]
@@ -301,14 +306,16 @@ def explored_directions(codes: Iterable[str], text_data: bool = False) -> list[s
     return found
 
 
-def unexplored_directions(codes: Sequence[str], max_directions: int = 5, text_data: bool = False) -> list[str]:
-    """The first ``max_directions`` directions of :data:`DIRECTIONS` that none of ``codes`` uses.
+def unexplored_directions(codes: Sequence[str], max_directions: int = 5, text_data: bool = False,
+                          catalogue: Catalogue | None = None) -> list[str]:
+    """The first ``max_directions`` directions of ``catalogue`` (default :data:`DIRECTIONS`,
+    the ML catalogue; a problem passes its own) that none of ``codes`` uses.
 
     Text-only directions (:data:`TEXT_ONLY_DIRECTIONS`) are skipped unless ``text_data``.
     """
-    explored = set(explored_directions(codes, text_data))
+    explored = set(explored_directions(codes, text_data, catalogue))
     out = [
-        text for text, _ in DIRECTIONS
+        text for text, _ in (DIRECTIONS if catalogue is None else catalogue)
         if text not in explored and (text_data or text not in TEXT_ONLY_DIRECTIONS)
     ]
     return out[:max_directions]
@@ -321,6 +328,7 @@ def build_evolution_log(
     max_constraints: int = 10,
     max_directions: int = 5,
     text_data: bool = False,
+    catalogue: Catalogue | None = None,
 ) -> EvolutionLog:
     """The Evolution Log of ``journal`` (SPEC §9).
 
@@ -330,6 +338,8 @@ def build_evolution_log(
         max_constraints: the most lessons from failures to list (:func:`failure_constraints`).
         max_directions: the most unexplored directions to list (:func:`unexplored_directions`).
         text_data: the competition has text inputs: offer the text-only directions.
+        catalogue: the directions to offer (default: the ML catalogue :data:`DIRECTIONS`; a
+            problem run passes the problem's own).
 
     Returns:
         An :class:`EvolutionLog`; for a journal without nodes it is empty (no directions are
@@ -353,5 +363,5 @@ def build_evolution_log(
         lower_is_better=best.lower_is_better if best is not None else False,
         changes=[log_change(n, best_id) for n in recent],
         constraints=failure_constraints(nodes, max_constraints),
-        unexplored=unexplored_directions([n.code for n in nodes], max_directions, text_data),
+        unexplored=unexplored_directions([n.code for n in nodes], max_directions, text_data, catalogue),
     )

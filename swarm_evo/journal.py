@@ -15,7 +15,12 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
-from swarm_evo.genes import DEFAULT_STUB_THRESHOLD, LOCI, validate_genes
+from swarm_evo.genes import (
+    DEFAULT_STUB_THRESHOLD,
+    LOCI,
+    REQUIRED_NON_STUB,
+    validate_genes,
+)
 from swarm_evo.node import Node
 
 JOURNAL_FILE = "journal.json"
@@ -48,6 +53,7 @@ class Journal:
         path: the journal file (``RUN_DIR/journal.json``); None keeps it in memory only.
         info: run-level facts written next to the nodes (JSON-serialisable).
         loci: the loci a valid node must carry (default: the 7 ML loci).
+        required: the loci that must not be stubs (default: DATA and MODEL).
         stub_threshold: see :func:`swarm_evo.genes.is_stub`.
     """
 
@@ -57,10 +63,12 @@ class Journal:
         info: dict[str, Any] | None = None,
         loci: Iterable[str] = LOCI,
         stub_threshold: int = DEFAULT_STUB_THRESHOLD,
+        required: Iterable[str] = REQUIRED_NON_STUB,
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.info: dict[str, Any] = dict(info or {})
         self.loci = tuple(loci)
+        self.required = tuple(required)
         self.stub_threshold = stub_threshold
         self._nodes: list[Node] = []
         self._by_id: dict[str, Node] = {}
@@ -142,7 +150,7 @@ class Journal:
             not node.is_buggy
             and not node.dead
             and node.fitness is not None
-            and validate_genes(node.genes, self.loci, stub_threshold=self.stub_threshold)
+            and validate_genes(node.genes, self.loci, self.required, stub_threshold=self.stub_threshold)
         )
 
     def valid_pool(self) -> list[Node]:

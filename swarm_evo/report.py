@@ -9,6 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from pydantic import BaseModel
+
 from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import Journal
 from swarm_evo.node import Node
@@ -53,9 +55,11 @@ def _mean(values: list[float]) -> float | None:
     return round(statistics.fmean(values), 3) if values else None
 
 
-def run_summary(journal: Journal, report: CompetitionReport | None = None) -> dict[str, Any]:
+def run_summary(journal: Journal, report: BaseModel | None = None) -> dict[str, Any]:
     """Counts per phase and operation, valid/dead/buggy, best node, per-node time split
-    (mean seconds of LLM, execution and orchestration per node), and the grading report."""
+    (mean seconds of LLM, execution and orchestration per node), and the end report:
+    ``grade_report`` (a competition's CompetitionReport) or ``problem_report`` (a problem's
+    ProblemReport); the other one is None."""
     nodes = journal.nodes
     best = journal.best_node()
     per_op: dict[str, dict[str, int]] = {}
@@ -70,8 +74,11 @@ def run_summary(journal: Journal, report: CompetitionReport | None = None) -> di
         key: _mean([t[key] for t in timings if t.get(key) is not None])
         for key in ("wall", "llm", "exec", "orchestration")
     }
+    dumped = None if report is None else report.model_dump(mode="json")
+    is_grade = isinstance(report, CompetitionReport)
     return {
         "competition_id": journal.info.get("competition_id"),
+        "problem": journal.info.get("problem"),
         "nodes": len(nodes),
         "phase1_nodes": sum(1 for n in nodes if n.phase == 1),
         "phase2_nodes": sum(1 for n in nodes if n.phase == 2),
@@ -82,14 +89,15 @@ def run_summary(journal: Journal, report: CompetitionReport | None = None) -> di
         "best_node": None if best is None else {"id": best.id, "step": best.step, "metric": best.metric_value,
                                                 "operation": best.operation, "approach": best.approach_tag},
         "seconds_per_node": split,
-        "grade_report": None if report is None else report.model_dump(mode="json"),
+        "grade_report": dumped if is_grade else None,
+        "problem_report": None if is_grade else dumped,
     }
 
 
 def final_report_markdown(summary: dict[str, Any]) -> str:
     """The final report as Markdown (a Prefect markdown artifact and ``RUN_DIR/report.md``)."""
-    lines = [f"# swarm-evo run: {summary['competition_id']}", ""]
-    grade = summary.get("grade_report") or {}
+    lines = [f"# swarm-evo run: {summary.get('competition_id') or summary.get('problem')}", ""]
+    grade = summary.get("grade_report") or summary.get("problem_report") or {}
     best = summary.get("best_node")
     if best:
         lines += [
@@ -99,8 +107,9 @@ def final_report_markdown(summary: dict[str, Any]) -> str:
         ]
     else:
         lines += ["**No valid node.**", ""]
-    lines += ["## Grading report (private answers)", "", "| field | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in grade.items()]
+    heading = "Grading report (private answers)" if summary.get("grade_report") else "Evaluation of the best program"
+    lines += [f"## {heading}", "", "| field | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in grade.items() if not isinstance(v, dict)]
     lines += [
         "",
         "## Search",

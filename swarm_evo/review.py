@@ -26,6 +26,10 @@ METRIC_REL_TOL = 1e-6
 
 APPROACH_TAG_MAX = 200
 
+PARSE_STDOUT = object()
+"""``decide_review(..., metric=PARSE_STDOUT)``: take the metric from the program's stdout
+(competitions); problems pass the evaluator's score instead."""
+
 
 def parse_metric(stdout: str) -> float | None:
     """The validation metric printed by a program (SPEC §6).
@@ -184,6 +188,7 @@ def decide_review(
     exec_result: ExecutionResult,
     llm_review: dict[str, Any] | None,
     submission_errors: list[str],
+    metric: float | None | object = PARSE_STDOUT,
 ) -> ReviewOutcome:
     """Combine deterministic checks with the LLM's review; facts win (SPEC §6 "Review").
 
@@ -199,7 +204,10 @@ def decide_review(
     Args:
         exec_result: the execution of the (last debug attempt of the) program.
         llm_review: the ``submit_review`` arguments (see :func:`parse_tool_arguments`) or None.
-        submission_errors: problems found by the submission/format check; empty = valid.
+        submission_errors: problems found by the submission/format check (problems: the
+            evaluation's error); empty = valid.
+        metric: :data:`PARSE_STDOUT` (default) to parse the metric line of stdout, or the
+            score an evaluator computed (None when the evaluation did not pass).
     """
     reasons: list[str] = []
     review = llm_review if isinstance(llm_review, dict) else None
@@ -212,10 +220,12 @@ def decide_review(
     for err in submission_errors:
         reasons.append(f"invalid submission: {err}")
 
-    parsed = parse_metric(exec_result.stdout)
+    from_stdout = metric is PARSE_STDOUT
+    parsed = parse_metric(exec_result.stdout) if from_stdout else metric
     metric_value: float | None = parsed
     if parsed is None:
-        reasons.append("no line `Validation metric: <float>` in stdout")
+        reasons.append("no line `Validation metric: <float>` in stdout" if from_stdout
+                       else "no score: the evaluation did not pass")
     elif not math.isfinite(parsed):
         reasons.append(f"validation metric is not finite ({parsed})")
         metric_value = None

@@ -18,6 +18,10 @@ Run directory layout (SPEC §5)::
     RUN_DIR/experience.jsonl             the experience pool, one record per node
     RUN_DIR/agent_evolutions/            one record (+ prompts) per agent evolution
     RUN_DIR/run_report.json              operations, agents, evolutions (at the end)
+
+A run optimises either a competition or a program-optimisation problem (SPEC §11); the
+:class:`~swarm_evo.objective.Objective` hides the difference from the search. Problem runs add
+the files listed in :mod:`swarm_evo.objective.problem`.
 """
 
 from __future__ import annotations
@@ -29,14 +33,13 @@ from pathlib import Path
 
 from swarm_evo.agents import AgentPool
 from swarm_evo.budget import Budget
-from swarm_evo.competition import Competition, CompetitionError, load_competition
+from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.config import RunConfig
-from swarm_evo.data_preview import preview_data
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
-from swarm_evo.genes import LOCI
 from swarm_evo.journal import JOURNAL_FILE, Journal
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
+from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
 from swarm_evo.sandbox import (
     DockerSandbox,
     LocalSandbox,
@@ -117,19 +120,27 @@ class RunSession:
 
     run_dir: Path
     config: RunConfig
-    competition: Competition
+    objective: Objective
     endpoint: ModelEndpoint
     journal: Journal
     budget: Budget
     sandbox: Sandbox
-    data_preview: str
     runtime: RuntimeInfo
     agents: AgentPool
     dispatcher: Dispatcher
     experience: ExperiencePool
-    loci: tuple[str, ...] = LOCI
     plans_in_flight: set[tuple] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def loci(self) -> tuple[str, ...]:
+        """The section names of this run's programs (the objective's)."""
+        return self.objective.loci
+
+    @property
+    def data_preview(self) -> str:
+        """The public data preview for prompts ("" for problems)."""
+        return self.objective.data_preview()
 
     @property
     def device(self) -> str:
@@ -156,47 +167,74 @@ class RunDirectoryError(ValueError):
     """A run directory that belongs to another competition or cannot be used."""
 
 
+def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None) -> Objective:
+    """The run's objective: a competition (``competition_id`` under ``data_dir``) or a problem
+    (a built-in name or a problem folder; its data file, if any, under ``data_dir``).
+
+    Raises:
+        ValueError: neither or both of ``competition_id`` and ``problem`` are given.
+        CompetitionError: the competition cannot be loaded or is not prepared.
+        ProblemError: the problem cannot be loaded (names the file or field and the fix).
+    """
+    if (competition_id is None) == (problem is None):
+        raise ValueError("give exactly one of competition_id (a Kaggle competition) and problem")
+    if problem is not None:
+        from swarm_evo.evaluation import load_problem
+
+        return ProblemObjective(load_problem(problem, Path(data_dir) if data_dir else None))
+    competition = load_competition(competition_id, Path(data_dir or "data"))
+    if not competition.public_dir.is_dir():
+        raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
+    return CompetitionObjective(competition)
+
+
+def _check_owner(journal: Journal, objective: Objective) -> None:
+    key = "competition_id" if objective.kind == "competition" else "problem"
+    for other in ("competition_id", "problem"):
+        owner = journal.info.get(other)
+        if owner is not None and (other != key or owner != objective.id):
+            what = "competition" if other == "competition_id" else "problem"
+            raise RunDirectoryError(
+                f"{journal.path} belongs to {what} '{owner}', not {objective.kind} '{objective.id}': "
+                "choose another --run-dir"
+            )
 
 
 def open_session(
     *,
-    competition_id: str,
-    data_dir: Path,
+    competition_id: str | None = None,
+    problem: str | None = None,
+    data_dir: Path | None = None,
     run_dir: Path,
     config: RunConfig,
     endpoint: ModelEndpoint,
 ) -> RunSession:
     """Validate the inputs, create the run directory and journal, register the session.
 
-    An existing ``RUN_DIR/journal.json`` is continued (budget counts its nodes). All checks
-    run before anything is written.
+    The run optimises a competition (``competition_id``) or a problem (``problem``); give
+    exactly one. An existing ``RUN_DIR/journal.json`` is continued (budget counts its nodes).
+    All checks run before anything is written.
 
     Raises:
-        CompetitionError: the competition cannot be loaded (names the file and the fix).
+        CompetitionError, ProblemError: the objective cannot be loaded (names the file and the fix).
         ModelAccessError: the model is unknown or its API key is missing.
-        RunDirectoryError: the run directory's journal belongs to another competition, or its
-            saved agents do not match ``agents.num_agents``.
+        RunDirectoryError: the run directory's journal belongs to another competition or
+            problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
-    competition = load_competition(competition_id, Path(data_dir))
-    if not competition.public_dir.is_dir():
-        raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
+    objective = load_objective(competition_id, problem, data_dir)
     check_model_access(endpoint)
     run_dir = Path(run_dir).resolve()
     journal_path = run_dir / JOURNAL_FILE
-    kwargs = dict(loci=LOCI, stub_threshold=config.search.stub_threshold)
+    kwargs = dict(loci=objective.loci, required=objective.required_loci, stub_threshold=config.search.stub_threshold)
     if journal_path.exists():
         journal = Journal.load(journal_path, **kwargs)
-        if journal.info.get("competition_id") not in (None, competition.id):
-            raise RunDirectoryError(
-                f"{journal_path} belongs to competition '{journal.info['competition_id']}', "
-                f"not '{competition.id}': choose another --run-dir"
-            )
+        _check_owner(journal, objective)
     else:
         journal = Journal(journal_path, **kwargs)
     journal.info.update(
-        competition_id=competition.id,
-        data_dir=str(Path(data_dir).resolve()),
+        **({"competition_id": objective.id} if objective.kind == "competition" else {"problem": objective.id}),
+        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
         model=endpoint.name,
         seed=config.seed,
         config=config.model_dump(mode="json"),
@@ -205,8 +243,10 @@ def open_session(
     journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
     journal.save()
+    if isinstance(objective, ProblemObjective):
+        objective.auxiliary_path = run_dir / "auxiliary_metrics.py"
     try:
-        agents = AgentPool.open(run_dir, config.agents.num_agents)
+        agents = AgentPool.open(run_dir, config.agents.num_agents, objective.agent_texts_dir)
     except ValueError as exc:
         raise RunDirectoryError(str(exc)) from None
     dispatcher = Dispatcher.open(
@@ -215,7 +255,7 @@ def open_session(
     session = RunSession(
         run_dir=run_dir,
         config=config,
-        competition=competition,
+        objective=objective,
         endpoint=endpoint,
         journal=journal,
         budget=Budget(
@@ -224,7 +264,6 @@ def open_session(
             time_limit=config.search.time_limit,
         ),
         sandbox=sandbox,
-        data_preview=preview_data(competition.public_dir),
         runtime=runtime,
         agents=agents,
         dispatcher=dispatcher,

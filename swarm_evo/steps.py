@@ -8,20 +8,12 @@ call them directly.
 
 from __future__ import annotations
 
-import math
+import json
 import random
-import shutil
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.competition import (
-    Competition,
-    CompetitionReport,
-    grade_submission,
-    validate_submission,
-)
 from swarm_evo.debug_chain import Attempt, ChainOutcome
 from swarm_evo.evolution_log import build_evolution_log
 from swarm_evo.experience import record_for
@@ -30,10 +22,9 @@ from swarm_evo.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code, complete_review
 from swarm_evo.merge_compat import check_merge_compatibility
 from swarm_evo.node import LLMUsage, Node, Operation
-from swarm_evo.prevalidate import static_check
 from swarm_evo.prompts import render
 from swarm_evo.quality import node_quality
-from swarm_evo.review import REVIEW_TOOL, ReviewOutcome, decide_review, parse_metric
+from swarm_evo.review import REVIEW_TOOL, ReviewOutcome, decide_review
 from swarm_evo.run_report import build_run_report
 from swarm_evo.run_report import write_run_report as save_run_report
 from swarm_evo.selection import (
@@ -46,39 +37,21 @@ from swarm_evo.selection import (
 )
 from swarm_evo.session import RunSession
 
-SUBMISSION = Path("submission") / "submission.csv"
 RUN_REPORT_FILE = "run_report.json"
 
 
 # --------------------------------------------------------------------------- context
-def competition_view(competition: Competition) -> dict[str, Any]:
-    """What prompts say about the competition (never the private answers' location)."""
-    return {
-        "id": competition.id,
-        "name": competition.name,
-        "description": competition.description,
-        "grader": competition.grader.name,
-        "is_lower_better": competition.is_lower_better,
-        "competition_type": competition.competition_type,
-    }
-
-
 def offline_context(session: RunSession, purpose: str, call_key: str) -> dict[str, Any]:
-    """The structured context the offline model receives (docs/CONTRACTS.md)."""
-    c = session.competition
+    """The structured context the offline model receives (docs/CONTRACTS.md): purpose, seed,
+    call key, fault and repair rates, the loci and the objective's ``competition`` or
+    ``problem`` entry."""
     return {
         "purpose": purpose,
         "seed": session.config.seed,
         "call_key": call_key,
         "fault_rate": session.config.model.fault_rate,
         "repair_rate": session.config.model.repair_rate,
-        "competition": {
-            **{k: v for k, v in competition_view(c).items() if k not in ("name", "description")},
-            "public_dir": str(c.public_dir),
-            "id_column": c.id_column,
-            "target_columns": list(c.target_columns),
-            "sample_submission": str(c.sample_submission_path),
-        },
+        **session.objective.offline_view(),
         "loci": list(session.loci),
     }
 
@@ -99,9 +72,10 @@ def exec_timeout(session: RunSession) -> float:
 
 
 def prompt_context(session: RunSession) -> dict[str, Any]:
-    """Variables every template may use: competition, loci, guidelines (time, steps, device)."""
+    """Variables every template may use: objective (the competition or problem), loci,
+    guidelines (time, steps, device)."""
     return {
-        "competition": competition_view(session.competition),
+        "objective": session.objective.prompt_view(),
         "loci": list(session.loci),
         "time_remaining": format_seconds(session.budget.time_left()),
         "exec_timeout": format_seconds(exec_timeout(session)),
@@ -128,7 +102,7 @@ def operation_context(session: RunSession, slot: int, operation: str) -> tuple[s
         "agent": {"id": agent_id, "role": agent.texts["role"], "strategy": agent.strategy(operation)},
         "operation": operation,
         "experience": session.experience.examples(operation, session.config.agents.experience_top_k),
-        "evolution_log": build_evolution_log(session.journal),
+        "evolution_log": build_evolution_log(session.journal, catalogue=session.objective.directions()),
     }
 
 
@@ -281,7 +255,7 @@ def generate_program(session: RunSession, node_id: str, request: OperationReques
     save_prompt(session, node_id, request.operation, request.prompt)
     reply = complete_code(session.endpoint, request.prompt, request.ctx)
     usage, plan, code = reply.usage, reply.plan, reply.code
-    errors = static_check(code, session.loci)
+    errors = session.objective.static_check(code)
     record: dict[str, Any] = {"errors": errors, "fixed": False}
     if errors:
         fix_prompt = render("fix.j2", **prompt_context(session), code=code, errors=errors)
@@ -291,7 +265,7 @@ def generate_program(session: RunSession, node_id: str, request: OperationReques
         fixed = complete_code(session.endpoint, fix_prompt, ctx)
         usage = usage.add(fixed.usage)
         code = fixed.code
-        record.update(fixed=True, errors_after=static_check(code, session.loci))
+        record.update(fixed=True, errors_after=session.objective.static_check(code))
     return Generated(plan=plan, code=code, usage=usage, prevalidation=record)
 
 
@@ -333,36 +307,21 @@ def debug_program(
 
 
 # --------------------------------------------------------------------------- execution
-def execution_problems(session: RunSession, result, workdir: Path) -> list[str]:
-    """Why an execution counts as failed for the debug chain (empty list = success):
-    an exception/timeout/OOM, a missing or invalid submission, or no finite metric line."""
-    problems: list[str] = []
-    if result.exc_type:
-        info = result.exc_info or "the program failed"
-        problems.append(info if info.startswith(result.exc_type) else f"{result.exc_type}: {info}")
-    for err in validate_submission(workdir / SUBMISSION, session.competition):
-        problems.append(f"submission: {err}")
-    metric = parse_metric(result.stdout)
-    if metric is None:
-        problems.append("no final line 'Validation metric: <number>' in stdout")
-    elif not math.isfinite(metric):
-        problems.append(f"the validation metric is not finite ({metric})")
-    return problems
-
-
 def execute_program(session: RunSession, node_id: str, code: str, attempt: int = 0, plan: str = "",
                     usage: LLMUsage | None = None) -> Attempt:
-    """Run ``code`` in ``nodes/<node_id>/`` (a stale submission is removed first)."""
+    """Run and judge ``code`` in ``nodes/<node_id>/`` through the objective (competitions: one
+    execution and the submission check; problems: an Eval Service evaluation)."""
     workdir = session.node_dir(node_id)
-    shutil.rmtree(workdir / "submission", ignore_errors=True)
-    result = session.sandbox.execute(code, workdir, session.competition.public_dir, exec_timeout(session))
+    assessment = session.objective.assess(session.sandbox, code, workdir, exec_timeout(session))
     return Attempt(
         attempt=attempt,
         plan=plan,
         code=code,
-        result=result,
-        problems=execution_problems(session, result, workdir),
+        result=assessment.result,
+        problems=assessment.problems,
         usage=usage or LLMUsage(),
+        metric=assessment.metric,
+        evaluation=assessment.evaluation,
     )
 
 
@@ -370,14 +329,15 @@ def execute_program(session: RunSession, node_id: str, code: str, attempt: int =
 def review_program(session: RunSession, node_id: str, slot: int, final: Attempt) -> tuple[ReviewOutcome, LLMUsage]:
     """Review the final attempt: forced ``submit_review`` call, then the deterministic rules."""
     workdir = session.node_dir(node_id)
-    submission_errors = validate_submission(workdir / SUBMISSION, session.competition)
+    errors, metric = session.objective.review_facts(final, workdir)
     prompt = render(
         "review.j2",
         **prompt_context(session),
         code=final.code,
         term_out=final.result.term_out[-6000:],
         exc_type=final.result.exc_type,
-        submission_errors=submission_errors,
+        submission_errors=errors,
+        evaluation=final.evaluation,
     )
     save_prompt(session, node_id, "review", prompt)
     ctx = offline_context(session, "review", f"slot{slot}:review")
@@ -385,11 +345,13 @@ def review_program(session: RunSession, node_id: str, slot: int, final: Attempt)
         code=final.code,
         term_out=final.result.term_out,
         exc_type=final.result.exc_type,
-        parsed_metric=parse_metric(final.result.stdout),
-        submission_errors=submission_errors,
+        parsed_metric=final.metric,
+        submission_errors=errors,
     )
+    if final.evaluation is not None:
+        ctx["evaluation"] = final.evaluation
     args, usage, error = complete_review(session.endpoint, prompt, REVIEW_TOOL, ctx)
-    outcome = decide_review(final.result, args, submission_errors)
+    outcome = decide_review(final.result, args, errors, metric=metric)
     if error:
         outcome.reasons.append(f"review call: {error}")
     return outcome, usage
@@ -419,6 +381,7 @@ def assemble_node(
         debug_history=chain.history,
         review={**review.details, "reasons": review.reasons, "metric_disagreement": review.metric_disagreement},
         problems=final.problems,
+        **({"evaluation": final.evaluation} if final.evaluation is not None else {}),
         timings={
             "wall": round(wall_seconds, 3),
             "llm": round(usage.seconds, 3),
@@ -440,7 +403,7 @@ def assemble_node(
         term_out=final.result.term_out,
         exec_time=final.result.exec_time,
         metric_value=review.metric_value,
-        lower_is_better=session.competition.is_lower_better,
+        lower_is_better=session.objective.is_lower_better,
         is_buggy=is_buggy,
         dead=chain.dead,
         debug_attempts=chain.attempts,
@@ -464,7 +427,7 @@ def failed_generation_node(
         epoch=epoch,
         exc_type="GenerationError",
         exc_info=f"{type(error).__name__}: {error}"[:2000],
-        lower_is_better=session.competition.is_lower_better,
+        lower_is_better=session.objective.is_lower_better,
         is_buggy=True,
         dead=True,
         agent_id=request.agent_id,
@@ -489,21 +452,12 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
 
 
 # --------------------------------------------------------------------------- the end
-def finalize_run(session: RunSession) -> tuple[Node | None, CompetitionReport]:
-    """Copy the best valid node's program and submission to the run directory and grade it.
-
-    Writes ``best_solution.py``, ``submission/submission.csv`` and ``grade_report.json``
-    (a report with ``submission_exists: false`` when no node is valid).
-    """
-    best = session.journal.best_node()
-    target = session.run_dir / SUBMISSION
-    if best is not None:
-        atomic_write_text(session.run_dir / "best_solution.py", best.code)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(session.run_dir / "nodes" / best.id / SUBMISSION, target)
-    report = grade_submission(target, session.competition)
-    atomic_write_text(session.run_dir / "grade_report.json", report.model_dump_json(indent=2))
-    return best, report
+def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
+    """The objective's end of the run for the best valid node: competitions copy its program
+    and submission and grade it (``grade_report.json``); problems write its program,
+    ``best_metrics.json`` and ``problem_report.json``. Returns ``(best node, report)``."""
+    report = session.objective.finalize(session.run_dir, session.journal)
+    return session.journal.best_node(), report
 
 
 def write_run_report(session: RunSession) -> dict:
@@ -514,3 +468,62 @@ def write_run_report(session: RunSession) -> dict:
     report = build_run_report(session.journal, evolutions, session.agents.ids)
     save_run_report(session.run_dir / RUN_REPORT_FILE, report)
     return report
+
+
+# --------------------------------------------------------------------------- problems
+AUXILIARY_RECORD = "auxiliary_metrics.json"
+
+
+def evaluate_initial_program(session: RunSession) -> dict[str, Any]:
+    """Problems: evaluate the problem's initial program once, before any step (the baseline
+    of the final report): ``RUN_DIR/initial/`` and ``RUN_DIR/initial_metrics.json``. A run
+    directory that already has it (a continued run) keeps it. Returns its metrics.json."""
+    from swarm_evo.objective.problem import INITIAL_METRICS
+
+    path = session.run_dir / INITIAL_METRICS
+    if not path.exists():
+        session.objective.evaluate_initial(session.sandbox, session.run_dir, exec_timeout(session))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
+    """Problems: the evaluation agent writes ``RUN_DIR/auxiliary_metrics.py`` (seed 002).
+
+    The model gets the problem and the structure of the initial program's output
+    (:func:`swarm_evo.evaluation.auxiliary_writer.describe_output`); its file is tried on that
+    output in the sandbox. Every later evaluation runs it with its own timeout; a broken file
+    is reported there and never fails an evaluation. The record (plan, trial metrics or
+    error) goes to ``RUN_DIR/auxiliary_metrics.json``; an existing file is kept.
+
+    Raises:
+        litellm exceptions: transient model errors (the Prefect task retries them).
+    """
+    from swarm_evo.evaluation import load_program_output, run_auxiliary
+    from swarm_evo.evaluation.auxiliary_writer import describe_output
+    from swarm_evo.llm.client import GenerationError
+    from swarm_evo.objective.problem import AUXILIARY_TIMEOUT, INITIAL_DIR, RESULTS_DIR
+
+    objective = session.objective
+    record_path = session.run_dir / AUXILIARY_RECORD
+    if objective.auxiliary_path.exists() and record_path.exists():
+        return json.loads(record_path.read_text(encoding="utf-8"))
+    initial_results = session.run_dir / INITIAL_DIR / RESULTS_DIR
+    sample = describe_output(load_program_output(initial_results))
+    prompt = render("auxiliary_metrics.j2", objective=objective.prompt_view(), sample_output=sample,
+                    timeout=AUXILIARY_TIMEOUT)
+    atomic_write_text(session.run_dir / "prompt-auxiliary_metrics.md", prompt)
+    ctx = offline_context(session, "auxiliary_metrics", "auxiliary_metrics")
+    ctx["sample_output"] = sample
+    record: dict[str, Any] = {"file": str(objective.auxiliary_path), "sample_output": sample}
+    try:
+        reply = complete_code(session.endpoint, prompt, ctx)
+    except GenerationError as exc:
+        record.update(written=False, error=f"GenerationError: {exc}")
+    else:
+        atomic_write_text(objective.auxiliary_path, reply.code)
+        metrics, _, error = run_auxiliary(session.sandbox, objective.auxiliary_path, initial_results,
+                                          source="auxiliary_dynamic", timeout=AUXILIARY_TIMEOUT)
+        record.update(written=True, plan=reply.plan, usage=reply.usage.model_dump(),
+                      trial={"metrics": metrics, "error": error})
+    atomic_write_text(record_path, json.dumps(record, indent=2, default=str))
+    return record

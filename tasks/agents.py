@@ -29,7 +29,7 @@ def evolve_agents(run_dir: str, epoch: int) -> dict | None:
     create_markdown_artifact(
         markdown=record.markdown(),
         key=artifact_key(run_dir, f"agent-evolution-{record.index}"),
-        description=f"Agent evolution {record.index} of {session.competition.id}: "
+        description=f"Agent evolution {record.index} of {session.objective.id}: "
         f"rewrote {', '.join(r.agent_id for r in record.rewrites if r.changed) or 'none'}",
     )
     return record.summary()

@@ -16,10 +16,10 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+from pydantic import BaseModel
 
 from swarm_evo import report as views
 from swarm_evo import run_report
-from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
 from tasks._policy import TASK_DEFAULTS
@@ -41,7 +41,7 @@ def start_progress(run_dir: str) -> None:
     artifact_id = create_progress_artifact(
         progress=done,
         key=artifact_key(run_dir, "progress"),
-        description=f"Nodes in the journal of {session.competition.id}, as % of the budget",
+        description=f"Nodes in the journal of {session.objective.id}, as % of the budget",
     )
     with _LOCK:
         _PROGRESS[run_dir] = str(artifact_id)
@@ -67,12 +67,12 @@ def publish_node_table(run_dir: str) -> None:
     create_table_artifact(
         table=views.node_table(session.journal),
         key=artifact_key(run_dir, "nodes"),
-        description=f"Journal nodes of {session.competition.id} ({session.run_dir})",
+        description=f"Journal nodes of {session.objective.id} ({session.run_dir})",
     )
 
 
 @task(name="publish-final-report", **TASK_DEFAULTS)
-def publish_final_report(run_dir: str, grade: CompetitionReport) -> dict:
+def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     """The final report: a markdown artifact and ``RUN_DIR/report.md``; returns the summary."""
     session = get_session(run_dir)
     summary = views.run_summary(session.journal, grade)
@@ -81,7 +81,7 @@ def publish_final_report(run_dir: str, grade: CompetitionReport) -> dict:
     create_markdown_artifact(
         markdown=markdown,
         key=artifact_key(run_dir, "report"),
-        description=f"Final report of {session.competition.id}",
+        description=f"Final report of {session.objective.id}",
     )
     return summary
 
@@ -94,12 +94,12 @@ def publish_run_report(run_dir: str, report: dict) -> None:
     create_table_artifact(
         table=run_report.run_report_rows(report),
         key=artifact_key(run_dir, "operations"),
-        description=f"Per-operation rates of {session.competition.id}: buggy, dead, debug fixes, mean fitness "
+        description=f"Per-operation rates of {session.objective.id}: buggy, dead, debug fixes, mean fitness "
         f"(Phase 2 from step {report.get('phase2_started_at_step')})",
     )
     create_table_artifact(
         table=run_report.agent_rows(report),
         key=artifact_key(run_dir, "agents"),
-        description=f"Steps per agent of {session.competition.id} "
+        description=f"Steps per agent of {session.objective.id} "
         f"({len(report.get('agent_evolutions') or [])} agent evolutions)",
     )

@@ -1,19 +1,21 @@
-"""Grade task: best node's files to the run directory, graded on the private answers."""
+"""Grade task: the best node's files to the run directory, and its grade (competitions: on
+the private answers; problems: its evaluation next to the initial program's)."""
 
 from __future__ import annotations
 
 from prefect import task
+from pydantic import BaseModel
 
 from swarm_evo import steps
-from swarm_evo.competition import CompetitionReport
 from swarm_evo.node import Node
 from swarm_evo.session import get_session
 from tasks._policy import TASK_DEFAULTS
 
 
 @task(name="grade-best", **TASK_DEFAULTS)
-def grade_best(run_dir: str) -> tuple[Node | None, CompetitionReport]:
-    """Write best_solution.py, submission/submission.csv and grade_report.json."""
+def grade_best(run_dir: str) -> tuple[Node | None, BaseModel]:
+    """Write best_solution.py and the report: competitions submission/submission.csv and
+    grade_report.json; problems best_metrics.json and problem_report.json."""
     return steps.finalize_run(get_session(run_dir))
 
 

@@ -4,6 +4,10 @@ Purposes: draft, mutate, merge, debug, fix (code replies: plan + one fenced pyth
 review (a ``submit_review`` tool call) and evolve_agent (a ``submit_agent_texts`` tool call:
 rewritten role/draft/merge/mutate agent texts, SPEC §9). All randomness comes from
 ``random.Random(f"{seed}:{call_key}")``, so the same CTX gives the same reply.
+
+A CTX with a ``problem`` key (program-optimisation problems: circle packing, TSP, code
+optimisation) is answered by :mod:`.program_ops` (draft, mutate, merge, debug, fix,
+auxiliary_metrics code replies; review tool call); evolve_agent stays generic.
 """
 
 from __future__ import annotations
@@ -12,7 +16,17 @@ import random
 from dataclasses import dataclass
 
 from ... import genes as G
-from . import alleles, data_gene, evolve_agent, faults, models, programs, repair, review
+from . import (
+    alleles,
+    data_gene,
+    evolve_agent,
+    faults,
+    models,
+    program_ops,
+    programs,
+    repair,
+    review,
+)
 from .dataset import DatasetInfo, infer_dataset
 
 
@@ -140,14 +154,28 @@ def fix(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
     return code_reply(programs.plan_text(info, new, "fix", "Rewrote the program from scratch."), new)
 
 
+def respond_problem(ctx: dict, rng: random.Random) -> Reply:
+    """Answer a program-optimisation call (CTX with a ``problem`` key), see :mod:`.program_ops`."""
+    purpose = ctx.get("purpose")
+    if purpose == "review":
+        return Reply(tool_name="submit_review", tool_arguments=program_ops.review(ctx, rng))
+    handler = program_ops.HANDLERS.get(purpose)
+    if handler is None:
+        raise ValueError(f"offline model: unknown purpose {purpose!r} for a problem CTX")
+    plan, code = handler(ctx, rng)
+    return Reply(content=code_reply(plan, code))
+
+
 def respond(ctx: dict) -> Reply:
     """Answer one offline-model call described by ``ctx``."""
     purpose = ctx.get("purpose")
     rng = rng_for(ctx)
-    if purpose == "review":
-        return Reply(tool_name="submit_review", tool_arguments=review.review(ctx, rng))
     if purpose == "evolve_agent":
         return Reply(tool_name="submit_agent_texts", tool_arguments=evolve_agent.evolve_agent(ctx, rng))
+    if "problem" in ctx:
+        return respond_problem(ctx, rng)
+    if purpose == "review":
+        return Reply(tool_name="submit_review", tool_arguments=review.review(ctx, rng))
     comp = ctx.get("competition") or {}
     info = infer_dataset(comp) if comp.get("public_dir") else None
     if purpose == "debug":

@@ -1,0 +1,142 @@
+"""A Kaggle/MLE-bench competition as the search's objective (SPEC §4, §6).
+
+A program trains on ``./input`` (the public data), prints ``Validation metric: <float>`` as its
+last line and writes ``./submission/submission.csv``; the run ends by grading the best node's
+submission on the private answers.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+from swarm_evo.competition import (
+    Competition,
+    CompetitionReport,
+    grade_submission,
+    validate_submission,
+)
+from swarm_evo.data_preview import preview_data
+from swarm_evo.debug_chain import Attempt
+from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
+from swarm_evo.journal import Journal, atomic_write_text
+from swarm_evo.objective.base import Assessment
+from swarm_evo.prevalidate import static_check
+from swarm_evo.prompts import templates_dir
+from swarm_evo.review import PARSE_STDOUT, parse_metric
+from swarm_evo.sandbox import Sandbox
+
+SUBMISSION = Path("submission") / "submission.csv"
+"""Where a program writes its submission, relative to its node directory."""
+
+
+class CompetitionObjective:
+    """The search's view of one competition (see :class:`swarm_evo.objective.Objective`)."""
+
+    kind = "competition"
+    loci: tuple[str, ...] = LOCI
+    required_loci: tuple[str, ...] = REQUIRED_NON_STUB
+
+    def __init__(self, competition: Competition):
+        self.competition = competition
+        self.id = competition.id
+        self.is_lower_better = competition.is_lower_better
+        self.agent_texts_dir = templates_dir() / "agents"
+        self._preview: str | None = None
+
+    @property
+    def public_dir(self) -> Path:
+        """The public data, mounted read-only as ``./input``."""
+        return self.competition.public_dir
+
+    def prompt_view(self) -> dict[str, Any]:
+        """id, name, description, metric (the grader), direction and competition type."""
+        c = self.competition
+        return {
+            "kind": self.kind,
+            "id": c.id,
+            "name": c.name,
+            "description": c.description,
+            "metric": c.grader.name,
+            "is_lower_better": c.is_lower_better,
+            "competition_type": c.competition_type,
+        }
+
+    def offline_view(self) -> dict[str, Any]:
+        """``{"competition": {...}}`` as docs/CONTRACTS.md describes (public paths only)."""
+        c = self.competition
+        return {
+            "competition": {
+                "id": c.id,
+                "grader": c.grader.name,
+                "is_lower_better": c.is_lower_better,
+                "competition_type": c.competition_type,
+                "public_dir": str(c.public_dir),
+                "id_column": c.id_column,
+                "target_columns": list(c.target_columns),
+                "sample_submission": str(c.sample_submission_path),
+            }
+        }
+
+    def data_preview(self) -> str:
+        """The public data preview (computed once)."""
+        if self._preview is None:
+            self._preview = preview_data(self.competition.public_dir)
+        return self._preview
+
+    def directions(self) -> None:
+        """The Evolution Log's default ML catalogue applies."""
+        return None
+
+    def static_check(self, code: str) -> list[str]:
+        """Markers, compiles, writes submission.csv, prints the metric line (seed 003)."""
+        return static_check(code, self.loci)
+
+    def execution_problems(self, result, workdir: Path) -> list[str]:
+        """Why an execution counts as failed for the debug chain (empty list = success):
+        an exception/timeout/OOM, a missing or invalid submission, or no finite metric line."""
+        problems: list[str] = []
+        if result.exc_type:
+            info = result.exc_info or "the program failed"
+            problems.append(info if info.startswith(result.exc_type) else f"{result.exc_type}: {info}")
+        for err in validate_submission(workdir / SUBMISSION, self.competition):
+            problems.append(f"submission: {err}")
+        metric = parse_metric(result.stdout)
+        if metric is None:
+            problems.append("no final line 'Validation metric: <number>' in stdout")
+        elif not math.isfinite(metric):
+            problems.append(f"the validation metric is not finite ({metric})")
+        return problems
+
+    def assess(self, sandbox: Sandbox, code: str, workdir: Path, timeout: float) -> Assessment:
+        """Run the program once in ``workdir`` (a stale submission is removed first)."""
+        shutil.rmtree(workdir / "submission", ignore_errors=True)
+        result = sandbox.execute(code, workdir, self.competition.public_dir, timeout)
+        metric = parse_metric(result.stdout)
+        return Assessment(
+            result=result,
+            problems=self.execution_problems(result, workdir),
+            metric=metric if metric is not None and math.isfinite(metric) else None,
+        )
+
+    def review_facts(self, final: Attempt, workdir: Path) -> tuple[list[str], object]:
+        """The submission check now, and the metric line of stdout."""
+        return validate_submission(workdir / SUBMISSION, self.competition), PARSE_STDOUT
+
+    def finalize(self, run_dir: Path, journal: Journal) -> CompetitionReport:
+        """Copy the best valid node's program and submission to the run directory and grade it.
+
+        Writes ``best_solution.py``, ``submission/submission.csv`` and ``grade_report.json``
+        (a report with ``submission_exists: false`` when no node is valid).
+        """
+        best = journal.best_node()
+        target = run_dir / SUBMISSION
+        if best is not None:
+            atomic_write_text(run_dir / "best_solution.py", best.code)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run_dir / "nodes" / best.id / SUBMISSION, target)
+        report = grade_submission(target, self.competition)
+        atomic_write_text(run_dir / "grade_report.json", report.model_dump_json(indent=2))
+        return report
