@@ -7,6 +7,8 @@
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
                   [--llm-block NAME] [--sandbox-block NAME]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
+    swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
+    swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
 
 Exit codes: 0 success, 1 the run failed, 2 bad input (the message names the file, field or
 value and the fix). ``run`` uses Prefect's ephemeral API unless PREFECT_API_URL is set.
@@ -56,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--competition-id", required=True)
     g.add_argument("--data-dir", type=Path, required=True)
     g.add_argument("submission", type=Path)
+
+    from swarm_evo.eval_cli import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 
@@ -143,6 +149,10 @@ def _run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``swarm-evo`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "eval":  # before the imports below (litellm, sklearn: seconds): submit stays fast
+        from swarm_evo.eval_cli import run_eval
+
+        return run_eval(args)
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError

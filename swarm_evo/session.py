@@ -26,7 +26,6 @@ the files listed in :mod:`swarm_evo.objective.problem`.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,55 +39,13 @@ from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
 from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
-from swarm_evo.sandbox import (
-    DockerSandbox,
-    LocalSandbox,
-    RuntimeInfo,
-    Sandbox,
-    describe_runtime,
-)
+from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
+from swarm_evo.sandbox.factory import make_sandbox
 from swarm_evo.selection import previous_plan_keys
-
-
-def threads_per_execution(parallel_workers: int) -> int:
-    """OpenMP/BLAS threads per program: the cores shared by the parallel executions.
-
-    Measured here (2 cores): two HistGradientBoosting programs with 2 OpenMP threads each ran
-    for over 10 minutes without finishing; with 1 thread each they took 5.6 s.
-    """
-    return max(1, (os.cpu_count() or 1) // max(1, parallel_workers))
-
 
 _SESSIONS: dict[str, RunSession] = {}
 _RUNTIMES: dict[str, RuntimeInfo] = {}
 _REGISTRY_LOCK = threading.Lock()
-
-
-def make_sandbox(config: RunConfig) -> Sandbox:
-    """The execution backend named by ``config.sandbox.backend`` (SPEC §10).
-
-    Raises:
-        SandboxUnavailableError: docker backend with no daemon or no image (names the fix).
-    """
-    cfg = config.sandbox
-    threads = threads_per_execution(config.search.parallel_workers)
-    if cfg.backend == "docker":
-        return DockerSandbox(
-            image=cfg.image,
-            memory_limit_mb=cfg.memory_limit_mb,
-            cpus=cfg.cpus,
-            pids_limit=cfg.pids_limit,
-            shm_size_mb=cfg.shm_size_mb,
-            gpus=tuple(cfg.gpus) if isinstance(cfg.gpus, list) else cfg.gpus,
-            parallel_workers=config.search.parallel_workers,
-            num_threads=threads,
-            max_output_bytes=cfg.max_output_bytes,
-        )
-    return LocalSandbox(
-        max_output_bytes=cfg.max_output_bytes,
-        memory_limit_mb=cfg.memory_limit_mb,
-        num_threads=threads,
-    )
 
 
 def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:

@@ -1,0 +1,467 @@
+"""evaluate_program: the Eval Service as a Prefect flow, deployment and job API (SPEC §11, §12).
+
+Prefect's API is the job service (no second web server): submitting an evaluation creates a
+flow run of the ``evaluate-program`` deployment (job id = flow run id), a job's status is that
+run's state, and its result is the flow's persisted return value — the EvaluationResult as a
+JSON dict, which the flow also writes as ``RESULTS_DIR/metrics.json`` and ``correct.json``.
+
+Serve the deployment with ``swarm-evo eval serve`` (Prefect's own runner: the flow runs in a
+subprocess of the serving process) or deploy it to the process work pool (``prefect.yaml``)
+and start a worker. Clients (``swarm-evo eval submit|status|result|run --deployment``) call
+:func:`submit_evaluation`, :func:`evaluation_status`, :func:`evaluation_result` and
+:func:`wait_for_evaluation` against ``PREFECT_API_URL``.
+
+Results are stored by Prefect's result storage (default: local files under the serving
+process's ``PREFECT_HOME/storage``, recorded by absolute path): a client on another machine
+reads them only when the serving side uses shared result storage
+(``PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK``); ``RESULTS_DIR`` holds the same data as files.
+
+This module imports only Prefect at import time: the domain code (sandbox, problems, the
+evaluation core) is imported inside the task, so ``swarm-evo eval submit`` returns fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+FLOW_NAME = "evaluate-program"
+DEFAULT_DEPLOYMENT = f"{FLOW_NAME}/default"
+PROGRAM_FILE = "program.py"
+"""Name of the evaluated program inside the results directory (a copy, or the submitted code)."""
+AUXILIARY_FILE = "dynamic_auxiliary_metrics.py"
+"""Name of the submitted dynamic auxiliary metrics file inside the results directory."""
+RESULTS_ROOT = Path("runs") / "eval"
+
+# Prefect state types -> job status (names like Late, AwaitingRetry, Retrying are state *names*
+# of the SCHEDULED / RUNNING types).
+_JOB_STATUS = {
+    "SCHEDULED": "pending",
+    "PENDING": "pending",
+    "PAUSED": "pending",
+    "RUNNING": "running",
+    "CANCELLING": "running",
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "CRASHED": "failed",
+    "CANCELLED": "failed",
+}
+FINISHED = ("completed", "failed")
+
+
+class JobServiceError(RuntimeError):
+    """The job service cannot do what was asked; the message names the cause and the fix."""
+
+
+class DeploymentNotFoundError(JobServiceError):
+    """No deployment of that name on the Prefect server (nothing serves evaluations there)."""
+
+
+class JobNotFoundError(JobServiceError):
+    """The job id is not a flow run id of the Prefect server."""
+
+
+class JobFailedError(JobServiceError):
+    """The evaluation job ended Failed/Crashed/Cancelled; the message is its state message."""
+
+
+class JobNotFinishedError(JobServiceError):
+    """The job is still pending or running, so it has no result yet."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The flow
+
+
+def default_results_dir(problem_name: str, job_id: str | None = None, root: Path = RESULTS_ROOT) -> Path:
+    """``runs/eval/<problem>-<UTC YYYYmmdd-HHMMSS>[-<first 8 chars of the job id>]``.
+
+    The job id suffix keeps two evaluations started in the same second apart.
+    """
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", problem_name).strip("-") or "problem"
+    suffix = f"-{str(job_id)[:8]}" if job_id else ""
+    return root / f"{name}-{stamp}{suffix}"
+
+
+def _stage_file(results_dir: Path, name: str, path: str | None, code: str | None, what: str) -> Path | None:
+    """Put the program (or auxiliary file) given by path or by code at ``results_dir/name``.
+
+    Raises:
+        ValueError: both a path and code were given.
+        FileNotFoundError: the path is not a file.
+    """
+    if path is not None and code is not None:
+        raise ValueError(f"give either {what}_path or {what}_code, not both")
+    target = results_dir / name
+    if code is not None:
+        target.write_text(code, encoding="utf-8")
+        return target
+    if path is None:
+        return None
+    source = Path(path).expanduser()
+    if not source.is_file():
+        raise FileNotFoundError(f"{what} file {source} not found (the path is read on the machine that evaluates)")
+    if source.resolve() != target.resolve():
+        target.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    return target
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON round trip that turns numpy scalars/arrays into numbers/lists (NaN kept)."""
+
+    def default(obj: Any) -> Any:
+        if hasattr(obj, "tolist"):
+            return obj.tolist()
+        if isinstance(obj, (set, tuple)):
+            return list(obj)
+        return repr(obj)
+
+    return json.loads(json.dumps(value, default=default))
+
+
+@task(name="evaluate", retries=0, persist_result=False, cache_policy=NO_CACHE)
+def run_evaluation(
+    problem: Any,
+    program_path: str,
+    results_dir: str,
+    *,
+    executor: str,
+    image: str | None,
+    timeout: float | None,
+    num_runs: int | None,
+    auxiliary_path: str | None,
+    auxiliary_timeout: float,
+) -> dict:
+    """Evaluate one program with the core Eval Service; the EvaluationResult as a JSON dict.
+
+    No retries and no cache: the evaluation itself is the unit of work (a program that
+    crashes is a result, not a transient error; count-primes draws fresh held-out inputs).
+
+    Raises:
+        EvaluatorError: the evaluator itself failed (not the program).
+        ConfigError: bad executor or image.
+        SandboxUnavailableError: the Docker backend has no daemon or no image.
+    """
+    from swarm_evo.config import load_config
+    from swarm_evo.evaluation import evaluate_program as evaluate_core
+    from swarm_evo.sandbox.factory import make_sandbox
+
+    config = load_config(None).with_overrides({"sandbox.backend": executor, "sandbox.image": image})
+    sandbox = make_sandbox(config)
+    result = evaluate_core(
+        problem,
+        Path(program_path),
+        Path(results_dir),
+        sandbox=sandbox,
+        timeout=timeout,
+        num_runs=num_runs,
+        auxiliary_path=Path(auxiliary_path) if auxiliary_path else None,
+        auxiliary_timeout=auxiliary_timeout,
+    )
+    return _jsonable(result.model_dump())
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        text = f"{value:.6g}"
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value)
+    else:
+        text = str(value)
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def result_markdown(problem_name: str, results_dir: str, result: dict) -> str:
+    """The evaluation as a markdown report: score, correctness, error, metric tables."""
+    lines = [
+        f"# Evaluation: {problem_name}",
+        "",
+        f"- combined_score: **{_cell(result.get('combined_score'))}**",
+        f"- correct: **{result.get('correct')}**",
+        f"- runs: {result.get('num_valid_runs')}/{result.get('num_runs')} valid, "
+        f"mean execution time {_cell(result.get('execution_time'))} s",
+        f"- results: `{results_dir}`",
+    ]
+    if result.get("error"):
+        lines += ["", "## Error", "", "```", str(result["error"])[-2000:], "```"]
+    public = result.get("public_metrics") or {}
+    if public:
+        lines += ["", "## Public metrics", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in public.items()]
+    aux = result.get("auxiliary_metrics") or {}
+    definitions = result.get("auxiliary_definitions") or {}
+    if aux:
+        lines += ["", "## Auxiliary metrics", "", "| metric | value | interpretation | unit | source | description |",
+                  "|---|---|---|---|---|---|"]
+        for name, value in aux.items():
+            d = definitions.get(name) or {}
+            lines.append(
+                f"| {_cell(name)} | {_cell(value)} | {_cell(d.get('interpretation', ''))} | {_cell(d.get('unit', ''))} "
+                f"| {_cell(d.get('source', ''))} | {_cell(d.get('description', ''))} |"
+            )
+    for source, message in (result.get("auxiliary_errors") or {}).items():
+        lines += ["", f"{source} failed (the primary evaluation stands): `{_cell(message)}`"]
+    return "\n".join(lines) + "\n"
+
+
+def artifact_key(problem_name: str) -> str:
+    """``evaluation-<problem>`` in Prefect's key alphabet (lowercase letters, digits, dashes)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", problem_name.lower()).strip("-") or "problem"
+    return f"evaluation-{name}"[:100]
+
+
+@flow(name=FLOW_NAME, persist_result=True, result_serializer="json", log_prints=True)
+def evaluate_program(
+    problem: str,
+    program_path: str | None = None,
+    program_code: str | None = None,
+    results_dir: str | None = None,
+    num_runs: int | None = None,
+    timeout: float | None = None,
+    auxiliary_metrics_path: str | None = None,
+    auxiliary_metrics_code: str | None = None,
+    auxiliary_timeout: float = 10.0,
+    data_dir: str | None = None,
+    executor: str = "local",
+    image: str | None = None,
+) -> dict:
+    """Evaluate one program on one problem (the Eval Service job; SPEC §11, seed 002).
+
+    Args:
+        problem: a built-in problem name (``circle-packing``, ``tsp``, ``count-primes``) or a
+            problem folder path (problem.yaml, evaluate.py, ...) on the evaluating machine.
+        program_path: the program file on the evaluating machine; or
+        program_code: the program's text (exactly one of the two). The program is evaluated
+            from ``RESULTS_DIR/program.py`` either way, so the results directory is complete
+            and a worker on another machine can evaluate a submitted program.
+        results_dir: where metrics.json, correct.json, extra.* and the run folders go
+            (default ``runs/eval/<problem>-<UTC stamp>-<job id prefix>`` under the working
+            directory of the flow run).
+        num_runs, timeout: runs and seconds per run (default: the problem's problem.yaml).
+        auxiliary_metrics_path / auxiliary_metrics_code: an optional dynamic
+            ``auxiliary_metrics.py`` (``evaluate_auxiliary_metrics(program_output)``,
+            ``METRIC_DEFINITIONS``), by path or text; its failure never fails the evaluation.
+        auxiliary_timeout: seconds for each auxiliary metrics file.
+        data_dir: where problem data files are looked up (see swarm_evo.evaluation).
+        executor: sandbox backend, ``local`` or ``docker``; image: the Docker sandbox image.
+            (Plain ``str``, checked in the body: a ``Literal`` annotation breaks parameter
+            validation in runs served by ``flow.serve``, whose subprocess gets the flow function
+            by value through cloudpickle, without this module's ``Literal`` import.)
+
+    Returns:
+        The EvaluationResult as a JSON dict (``combined_score``, ``correct``, ``error``,
+        ``public_metrics``, ``private_metrics``, ``auxiliary_*``, ``execution_time``,
+        ``num_runs``, ``num_valid_runs``, ``runs``, ``timestamp``), persisted as JSON so
+        :func:`evaluation_result` fetches it through the API. A program that crashes or
+        fails validation is a Completed run with ``correct`` False.
+
+    Raises (the flow run ends Failed with the error in its state message):
+        ProblemError: unknown problem / bad problem folder / missing data file.
+        ValueError: neither or both of program_path and program_code; executor not local/docker.
+        ConfigError: a bad image name.
+        SandboxUnavailableError: executor docker without a daemon or the image.
+        FileNotFoundError: program_path or auxiliary_metrics_path is not a file.
+        EvaluatorError: the problem's evaluator itself failed.
+    """
+    from prefect.runtime import flow_run
+
+    from swarm_evo.evaluation import load_problem
+
+    logger = get_run_logger()
+    if (program_path is None) == (program_code is None):
+        raise ValueError("give exactly one of program_path and program_code")
+    if executor not in ("local", "docker"):
+        raise ValueError(f"executor must be 'local' or 'docker' (got {executor!r})")
+    loaded = load_problem(problem, Path(data_dir) if data_dir else None)
+    out = Path(results_dir) if results_dir else default_results_dir(loaded.name, flow_run.get_id())
+    out = out.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    program = _stage_file(out, PROGRAM_FILE, program_path, program_code, "program")
+    auxiliary = _stage_file(out, AUXILIARY_FILE, auxiliary_metrics_path, auxiliary_metrics_code, "auxiliary_metrics")
+    logger.info("evaluating %s on %s (%s sandbox) into %s", program, loaded.name, executor, out)
+    result = run_evaluation(
+        loaded,
+        str(program),
+        str(out),
+        executor=executor,
+        image=image,
+        timeout=timeout,
+        num_runs=num_runs,
+        auxiliary_path=str(auxiliary) if auxiliary else None,
+        auxiliary_timeout=auxiliary_timeout,
+    )
+    create_markdown_artifact(
+        markdown=result_markdown(loaded.name, str(out), result),
+        key=artifact_key(loaded.name),
+        description=f"Evaluation of {program} on {loaded.name}",
+    )
+    logger.info(
+        "combined_score %s, correct %s%s", result["combined_score"], result["correct"],
+        f", error: {result['error']}" if result.get("error") else "",
+    )
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The job API (clients of a Prefect server; PREFECT_API_URL names it)
+
+
+def api_url() -> str | None:
+    """The Prefect API the job functions talk to (PREFECT_API_URL or the profile), or None."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    return str(url) if url else None
+
+
+def _job_uuid(job_id: str) -> UUID:
+    try:
+        return UUID(str(job_id))
+    except ValueError:
+        raise JobNotFoundError(f"job id {job_id!r} is not a flow run id (a UUID printed by `swarm-evo eval submit`)") from None
+
+
+def _api_error(exc: BaseException) -> JobServiceError:
+    """A JobServiceError for an HTTP error of the Prefect client (refused request or no answer)."""
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        try:
+            detail = exc.response.json().get("detail")
+        except ValueError:
+            detail = None
+        detail = detail or exc.response.text[:300]
+        return JobServiceError(f"the Prefect API at {api_url()} refused the request ({exc.response.status_code}: {detail})")
+    return JobServiceError(
+        f"the Prefect API at {api_url()} does not answer ({type(exc).__name__}: {exc}): start it "
+        "(`prefect server start`) or set PREFECT_API_URL to the server's /api URL"
+    )
+
+
+def submit_evaluation(parameters: dict[str, Any], deployment: str = DEFAULT_DEPLOYMENT) -> str:
+    """Create a flow run of ``deployment`` with ``parameters``; return its id (the job id) at once.
+
+    ``parameters`` are :func:`evaluate_program`'s (e.g. ``{"problem": "circle-packing",
+    "program_code": "...", "results_dir": "/abs/dir"}``); the run starts when the serving
+    process or worker polls (``swarm-evo eval serve`` polls every 2 s by default).
+
+    Raises:
+        DeploymentNotFoundError: no such deployment on the server.
+        JobServiceError: the API does not answer.
+    """
+    import httpx
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        run = run_deployment(deployment, parameters=parameters, timeout=0, as_subflow=False)
+    except ObjectNotFound:
+        raise DeploymentNotFoundError(
+            f"deployment '{deployment}' not found on {api_url()}: start `swarm-evo eval serve` "
+            f"(or `prefect deploy -n {deployment}` and a worker on its pool) against this server"
+        ) from None
+    except (httpx.HTTPError, OSError) as exc:
+        raise _api_error(exc) from None
+    return str(run.id)
+
+
+def _read_flow_run(job_id: str):
+    import httpx
+    from prefect import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    uuid = _job_uuid(job_id)
+    try:
+        with get_client(sync_client=True) as client:
+            return client.read_flow_run(uuid)
+    except ObjectNotFound:
+        raise JobNotFoundError(f"job {job_id} not found on {api_url()} (check PREFECT_API_URL)") from None
+    except (httpx.HTTPError, OSError) as exc:
+        raise _api_error(exc) from None
+
+
+def _status_of(run) -> dict[str, Any]:
+    state = run.state
+    state_type = state.type.value if state is not None else "PENDING"
+    return {
+        "job_id": str(run.id),
+        "status": _JOB_STATUS.get(state_type, "pending"),
+        "state": state.name if state is not None else "Pending",
+        "message": state.message if state is not None else None,
+    }
+
+
+def evaluation_status(job_id: str) -> dict[str, Any]:
+    """``{"job_id", "status", "state", "message"}`` of an evaluation job.
+
+    ``status`` is ``pending`` (Scheduled, Late, Pending, Paused, AwaitingRetry), ``running``
+    (Running, Retrying, Cancelling), ``completed`` or ``failed`` (Failed, Crashed, Cancelled);
+    ``state`` is the Prefect state name and ``message`` its message (the error of a failed job).
+
+    Raises:
+        JobNotFoundError: not a flow run id of the server.
+        JobServiceError: the API does not answer.
+    """
+    return _status_of(_read_flow_run(job_id))
+
+
+def evaluation_result(job_id: str) -> dict[str, Any]:
+    """The EvaluationResult JSON dict of a completed job (the flow's persisted return value).
+
+    Raises:
+        JobFailedError: the job failed; the message is the flow run's state message (e.g.
+            ``Flow run encountered an exception: EvaluatorError: ...``).
+        JobNotFinishedError: the job is still pending or running.
+        JobNotFoundError: not a flow run id of the server.
+        JobServiceError: the result cannot be read (result storage not shared with this
+            machine) or the API does not answer.
+    """
+    run = _read_flow_run(job_id)
+    status = _status_of(run)
+    if status["status"] == "failed":
+        raise JobFailedError(status["message"] or f"job {job_id} ended {status['state']}")
+    if status["status"] != "completed":
+        raise JobNotFinishedError(f"job {job_id} is {status['status']} ({status['state']}): no result yet")
+    from prefect.exceptions import MissingResult
+
+    try:
+        result = run.state.result()
+    except (OSError, ValueError, MissingResult) as exc:
+        raise JobServiceError(
+            f"the result of job {job_id} cannot be read here ({type(exc).__name__}: {exc}): the serving side "
+            "stores results locally; use shared result storage (PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK) or read "
+            "metrics.json in the job's results directory"
+        ) from None
+    if not isinstance(result, dict):
+        raise JobServiceError(f"job {job_id} returned {type(result).__name__}, not an evaluation result")
+    return result
+
+
+def wait_for_evaluation(job_id: str, timeout: float | None = None, poll: float = 1.0) -> dict[str, Any]:
+    """Poll :func:`evaluation_status` every ``poll`` seconds until the job is completed or failed.
+
+    Returns the final status dict. ``timeout`` (seconds, None = no limit) bounds the wait.
+
+    Raises:
+        TimeoutError: the job is still pending/running after ``timeout`` seconds.
+        JobNotFoundError, JobServiceError: as :func:`evaluation_status`.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        status = evaluation_status(job_id)
+        if status["status"] in FINISHED:
+            return status
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"job {job_id} still {status['status']} ({status['state']}) after {timeout} s")
+        time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
