@@ -1,8 +1,10 @@
-"""two_phase_evo: the main flow (SPEC §1, §6, §11; seed 000 §14).
+"""two_phase_evo: the main flow (SPEC §1, §6, §11, §12; seed 000 §14).
 
 Phase 1 (``phase1_draft``) drafts until the valid pool reaches K; Phase 2 (``phase2_evolve``)
 merges and mutates until the budget or the time limit runs out; then the best valid node's
 submission is graded and the final report published. Deployed as ``two-phase-evo/<name>``.
+For ablations (SPEC §12) ``policy`` swaps the two phases for the ``greedy`` (AIDE) or
+``random`` search (``flows/policy_search.py``) on the same budget, sandbox and model.
 The same flow evolves a program-optimisation problem (``problem=``): its initial program is
 evaluated first and the evaluation agent writes the auxiliary metrics; every node is then
 evaluated through the Eval Service core and the report compares the best with the initial.
@@ -16,9 +18,10 @@ from prefect import flow, get_run_logger
 
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
+from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
-from swarm_evo.session import default_run_dir, open_session
+from swarm_evo.session import RunDirectoryError, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -43,6 +46,7 @@ def resolve_config(
     gpus: str | int | list[str] | None = None,
     llm_block: str | None = None,
     sandbox_block: str | None = None,
+    policy: str | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults) <- saved blocks <- explicit parameters.
 
@@ -73,9 +77,27 @@ def resolve_config(
         "sandbox.backend": executor,
         "sandbox.image": image,
         "sandbox.gpus": gpus,
+        "search.policy": policy,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
     return config.with_overrides(overrides), api_key
+
+
+def record_policy(journal, policy: str) -> str:
+    """Write the search policy to ``journal.info["policy"]`` and return it.
+
+    Raises:
+        RunDirectoryError: the journal already has nodes of another policy (a journal
+            without the key is a two_phase run); mixing policies would spoil the ablation.
+    """
+    previous = journal.info.get("policy") or ("two_phase" if len(journal) else None)
+    if previous is not None and previous != policy and len(journal):
+        raise RunDirectoryError(
+            f"{journal.path} holds a {previous} run: continue it with policy {previous} or choose another run_dir"
+        )
+    journal.info["policy"] = policy
+    journal.save()
+    return policy
 
 
 @flow(name="two-phase-evo", log_prints=True)
@@ -95,8 +117,10 @@ def two_phase_evo(
     gpus: str | int | list[str] | None = None,
     llm_block: str | None = None,
     sandbox_block: str | None = None,
+    policy: str | None = None,  # a str, not the Literal: served flows are pickled by value
 ) -> dict:
-    """Solve one competition, or one optimisation problem, with the two-phase evolutionary search.
+    """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
+    (or, for ablations, the ``greedy`` or ``random`` search policy).
 
     Args:
         competition_id: a built-in id or a folder ``<data_dir>/<id>`` with config.yaml.
@@ -113,15 +137,18 @@ def two_phase_evo(
         image: Docker sandbox image (``sandbox.image``).
         gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``; docker only).
         llm_block, sandbox_block: names of saved LLMSettings / SandboxSettings blocks.
+        policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
+            or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
+            run directory is continued only with the policy it was started with.
 
     Returns:
-        The run summary (swarm_evo.report.run_summary) plus ``run_dir``.
+        The run summary (swarm_evo.report.run_summary) plus ``run_dir``, ``epochs`` and ``policy``.
     """
     logger = get_run_logger()
     config, api_key = resolve_config(
         config_path, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
-        llm_block=llm_block, sandbox_block=sandbox_block,
+        llm_block=llm_block, sandbox_block=sandbox_block, policy=policy,
     )
     name = problem if problem is not None else competition_id
     run_path = Path(run_dir) if run_dir else default_run_dir(Path(str(name)).name, config.seed)
@@ -134,7 +161,9 @@ def two_phase_evo(
         endpoint=endpoint_for(config.model, api_key),
     )
     key = str(session.run_dir)
-    logger.info("run directory: %s (model %s, budget %s nodes)", key, config.model.name, config.search.max_steps)
+    policy = record_policy(session.journal, config.search.policy)
+    logger.info("run directory: %s (model %s, budget %s nodes, policy %s)", key, config.model.name,
+                config.search.max_steps, policy)
     logger.info("sandbox: %s backend; %s; %s", config.sandbox.backend, session.device, session.packages)
     if session.sandbox.gpu_limit:
         ensure_gpu_limit(session.sandbox.gpu_limit)
@@ -145,14 +174,18 @@ def two_phase_evo(
         write_auxiliary_metrics(key)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
-    if journal.count(phase=2) == 0:
-        epoch = phase1_draft(run_dir=key, first_epoch=epoch)
-    epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
+    if policy == "two_phase":
+        if journal.count(phase=2) == 0:
+            epoch = phase1_draft(run_dir=key, first_epoch=epoch)
+        epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
+    else:
+        epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
     best, grade = grade_best(key)
     publish_node_table(key)
     publish_run_report(key, write_run_report(key))
     summary = publish_final_report(key, grade)
     summary["run_dir"] = key
     summary["epochs"] = epoch
+    summary["policy"] = policy
     logger.info("best metric %s; final score %s", best.metric_value if best else None, getattr(grade, "score", None))
     return summary

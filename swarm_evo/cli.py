@@ -5,7 +5,7 @@
                   [--model M] [--max-steps N] [--seed S]
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
-                  [--llm-block NAME] [--sandbox-block NAME]
+                  [--llm-block NAME] [--sandbox-block NAME] [--policy two_phase|greedy|random]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
     r.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     r.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+    r.add_argument("--policy", choices=("two_phase", "greedy", "random"), default=None,
+                   help="search policy (SPEC §12): two_phase (default), greedy (AIDE) or random (drafts only)")
 
     g = sub.add_parser("grade", help="grade a submission against the private answers; prints JSON")
     g.add_argument("--competition-id", required=True)
@@ -101,7 +103,7 @@ def _run(args) -> int:
     overrides = dict(
         model=args.model, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
-        executor=args.executor, image=args.image, gpus=args.gpus,
+        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy,
     )
     # Validate everything before the flow starts, so bad input costs nothing.
     config, api_key = resolve_config(

@@ -32,9 +32,20 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class SearchConfig(_Section):
-    """The two-phase search (SPEC §6; seed 000 decisions A, B, D, G, H, I)."""
+SearchPolicy = Literal["two_phase", "greedy", "random"]
+"""The search policies (SPEC §12 ablations; :mod:`swarm_evo.policies`)."""
 
+
+class SearchConfig(_Section):
+    """The search (SPEC §6; seed 000 decisions A, B, D, G, H, I) and its policy (SPEC §12)."""
+
+    policy: SearchPolicy = Field(
+        "two_phase",
+        description="Search policy: two_phase (draft, then merge/mutate; SPEC §6), greedy (AIDE: 5 drafts, "
+        "then improve the best node or, with probability 0.5, debug a buggy leaf, debug depth <= 3) or "
+        "random (drafts only). All share max_steps, the sandbox, the model and the inner debug chain; "
+        "phase1_target_nodes, tournament_k and merge_probability apply to two_phase only.",
+    )
     max_steps: int = Field(100, ge=1, description="Budget: journal nodes, dead and alive (I, J).")
     time_limit: float = Field(43_200, gt=0, description="Wall-clock limit of the run, seconds.")
     steps_per_epoch: int = Field(10, ge=1, description="Steps per epoch in both phases.")

@@ -107,7 +107,7 @@ class LogChange(BaseModel):
     Fields:
         step: the node's journal step (1-based; None only for a node not yet appended).
         node_id: the node's id (32 hex characters).
-        operation: ``"draft"``, ``"merge"`` or ``"mutate"``.
+        operation: ``"draft"``, ``"merge"`` or ``"mutate"`` (``"debug"`` under the greedy policy).
         agent_id: the agent whose texts wrote the prompt, or None.
         metric: the validation metric in the competition's own units and direction; None for a
             buggy node (as in the draft history) or a node without a finite metric.

@@ -1,7 +1,9 @@
 """Node: one candidate program of a run and its outcome (SPEC §5, seed 000 §9).
 
-A node is created by one *operation* (draft, merge or mutate), executed in the sandbox,
-possibly repaired by a chain of debug attempts, reviewed, and appended to the journal.
+A node is created by one *operation* (draft, merge or mutate; ``debug`` only under the
+``greedy`` search policy, SPEC §12: AIDE's debug node, a new program fixing a buggy leaf),
+executed in the sandbox, possibly repaired by a chain of debug attempts, reviewed, and
+appended to the journal.
 The journal assigns ``step`` at append time; nothing else may set it.
 """
 
@@ -13,7 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Operation = Literal["draft", "merge", "mutate"]
+Operation = Literal["draft", "merge", "mutate", "debug"]
+"""draft, merge, mutate (SPEC §6); ``debug``: a greedy-policy node repairing a buggy leaf
+(:mod:`swarm_evo.policies`). Inner debug attempts (the chain) are never nodes."""
 
 
 def utc_now() -> str:
@@ -57,8 +61,10 @@ class Node(BaseModel):
     Field names follow the seeds (SPEC §5). ``metric_value`` is the validation metric parsed
     from the program's stdout, in the competition's own direction (``lower_is_better``);
     ``fitness`` turns it into a maximised number. ``agent_id`` names the agent whose role and
-    strategy texts wrote the prompt (SPEC §9; None for nodes of runs before agents). ``metadata`` holds ``gene_sources``
-    ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates),
+    strategy texts wrote the prompt (SPEC §9; None for nodes of runs before agents and for
+    greedy ``debug`` nodes, whose debug.j2 prompt has no agent). ``metadata`` holds ``gene_sources``
+    ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates), ``policy_action`` and
+    ``debug_depth`` (greedy policy, :mod:`swarm_evo.policies`),
     ``debug_history`` ([{attempt, code, exc_type, term_out}]), ``timings`` and review details.
     """
 

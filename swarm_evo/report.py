@@ -7,6 +7,7 @@ Prefect artifacts (tasks/artifacts.py) and the CLI show these; the journal stays
 from __future__ import annotations
 
 import statistics
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel
@@ -94,8 +95,25 @@ def run_summary(journal: Journal, report: BaseModel | None = None) -> dict[str, 
     }
 
 
-def final_report_markdown(summary: dict[str, Any]) -> str:
-    """The final report as Markdown (a Prefect markdown artifact and ``RUN_DIR/report.md``)."""
+def final_report_markdown(
+    summary: dict[str, Any],
+    *,
+    chart: str | None = None,
+    tree_image: str | None = None,
+    tree_link: str | None = None,
+) -> str:
+    """The final report as Markdown (a Prefect markdown artifact and ``RUN_DIR/report.md``).
+
+    Args:
+        summary: :func:`run_summary`.
+        chart: the best-fitness chart as an image source: a ``data:image/png;base64,...`` URI for
+            the Prefect artifact (the UI cannot load the run directory's files), or the relative
+            file name for ``report.md``; None leaves the section out.
+        tree_image: the evolution tree as an image source (a ``data:image/svg+xml`` URI), shown
+            as a static preview; None shows no preview.
+        tree_link: where the interactive evolution tree (HTML) is: a relative file name becomes
+            a link (``report.md``), an absolute path is shown as code to open in a browser.
+    """
     lines = [f"# swarm-evo run: {summary.get('competition_id') or summary.get('problem')}", ""]
     grade = summary.get("grade_report") or summary.get("problem_report") or {}
     best = summary.get("best_node")
@@ -131,4 +149,15 @@ def final_report_markdown(summary: dict[str, Any]) -> str:
         "|---|---|---|---|",
         f"| {split['wall']} | {split['llm']} | {split['exec']} | {split['orchestration']} |",
     ]
+    if chart:
+        lines += ["", "## Best validation metric over steps", "", f"![best validation metric over steps]({chart})"]
+    if tree_image or tree_link:
+        lines += ["", "## Evolution tree", ""]
+        if tree_image:
+            lines += [f"![evolution tree]({tree_image})", ""]
+        if tree_link and PurePath(tree_link).is_absolute():
+            lines.append(f"Interactive tree (hover a node for its step, operation and metric): open `{tree_link}` "
+                         "in a browser.")
+        elif tree_link:
+            lines.append(f"Interactive tree (hover a node for its step, operation and metric): [{tree_link}]({tree_link})")
     return "\n".join(lines) + "\n"

@@ -23,6 +23,10 @@ from swarm_evo.node import Node
 OPERATIONS = ("draft", "merge", "mutate")
 """The three operations (SPEC §6); every report lists all three, used or not."""
 
+EXTRA_OPERATIONS = ("debug",)
+"""Operations of other search policies (greedy's debug nodes, SPEC §12), listed after
+:data:`OPERATIONS` only when the journal has such nodes."""
+
 NO_AGENT = "none"
 """Key of ``steps_per_agent`` for nodes whose ``agent_id`` is None (only present if any exist)."""
 
@@ -179,7 +183,8 @@ def build_run_report(
       ``{node_id, step, operation, agent_id, metric}`` (metric = plain ``metric_value``), or
       None without a valid node.
     * ``operations`` — ``{draft|merge|mutate: operation_stats(...)}``; all three keys always
-      present (count 0 and None rates for an unused operation).
+      present (count 0 and None rates for an unused operation); then ``debug`` when the
+      journal has debug nodes (:data:`EXTRA_OPERATIONS`).
     * ``steps_per_agent`` — ``{agent_id: nodes with that agent_id}``. Agents of ``agent_ids``
       come first, in that order, with 0 when they never got a step; agents seen only in the
       journal follow in order of first appearance; nodes with ``agent_id`` None are counted
@@ -215,7 +220,7 @@ def build_run_report(
             "agent_id": best.agent_id,
             "metric": best.metric_value,
         },
-        "operations": {op: operation_stats(journal, op) for op in OPERATIONS},
+        "operations": {op: operation_stats(journal, op) for op in _operations(nodes)},
         "steps_per_agent": {key: a["steps"] for key, a in agents.items()},
         "agents": agents,
         "max_agent_share": max(real_shares) if real_shares else None,
@@ -224,12 +229,18 @@ def build_run_report(
     }
 
 
+def _operations(nodes: list[Node]) -> tuple[str, ...]:
+    """:data:`OPERATIONS`, then the :data:`EXTRA_OPERATIONS` some node has."""
+    used = {n.operation for n in nodes}
+    return OPERATIONS + tuple(op for op in EXTRA_OPERATIONS if op in used)
+
+
 def run_report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows for a Prefect table artifact: one per operation (draft, merge, mutate), each
-    ``{"operation": op}`` plus the :data:`STAT_KEYS` of :func:`operation_stats`, floats
-    rounded to 4 digits, None kept as None."""
+    """Rows for a Prefect table artifact: one per operation (draft, merge, mutate, then debug
+    when the report has it), each ``{"operation": op}`` plus the :data:`STAT_KEYS` of
+    :func:`operation_stats`, floats rounded to 4 digits, None kept as None."""
     rows = []
-    for op in OPERATIONS:
+    for op in OPERATIONS + tuple(op for op in EXTRA_OPERATIONS if op in report["operations"]):
         stats = report["operations"].get(op) or {}
         rows.append({"operation": op, **{k: _round(stats.get(k)) for k in STAT_KEYS}})
     return rows

@@ -1,6 +1,7 @@
 """The pieces of one search step, free of Prefect (SPEC §6).
 
-A step is: prepare the operation (draft, merge or mutate: selection + prompt) → generate the
+A step is: prepare the operation (draft, merge or mutate: selection + prompt; under the greedy
+search policy also improve or debug, :func:`prepare_greedy`) → generate the
 program (LLM, static pre-validation, one self-fix) → execute → debug chain → review → append
 one node. The Prefect flows in ``flows/`` call these functions as tasks and subflows; tests
 call them directly.
@@ -22,6 +23,7 @@ from swarm_evo.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code, complete_review
 from swarm_evo.merge_compat import check_merge_compatibility
 from swarm_evo.node import LLMUsage, Node, Operation
+from swarm_evo.policies import GREEDY_MAX_DEBUG_DEPTH, greedy_action
 from swarm_evo.prompts import render
 from swarm_evo.quality import node_quality
 from swarm_evo.review import REVIEW_TOOL, ReviewOutcome, decide_review
@@ -163,7 +165,24 @@ def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
     if not pool:
         raise ValueError("Phase 2 needs at least one valid node")
     parent = tournament_select(pool, search.tournament_k, rng)
-    target = select_mutation_target(parent, rng, loci=session.loci, stub_threshold=search.stub_threshold)
+    return _prepare_mutate(session, slot, parent, rng)
+
+
+def prepare_improve(session: RunSession, slot: int, parent: Node) -> OperationRequest:
+    """Greedy policy's improve (AIDE ``Agent._improve``, SPEC §12): a Phase 2 mutate of
+    ``parent`` (the best valid node) — mutate.j2 with a target section chosen at random among
+    its non-stub genes, as for a Phase 2 mutate, so both policies share one change prompt.
+    ``metadata.policy_action`` is ``improve``."""
+    request = _prepare_mutate(session, slot, parent, step_rng(session, slot, "improve"))
+    request.metadata["policy_action"] = "improve"
+    return request
+
+
+def _prepare_mutate(session: RunSession, slot: int, parent: Node, rng: random.Random) -> OperationRequest:
+    """mutate.j2 on ``parent``: one change in a random non-stub section (SPEC §6 H, M)."""
+    target = select_mutation_target(
+        parent, rng, loci=session.loci, stub_threshold=session.config.search.stub_threshold
+    )
     agent_id, agent_vars = operation_context(session, slot, "mutate")
     prompt = render(
         "mutate.j2", **prompt_context(session), **agent_vars, parent=parent, target_locus=target
@@ -181,6 +200,70 @@ def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
         agent_id=agent_id,
         metadata={"target_locus": target},
     )
+
+
+def prepare_debug_node(session: RunSession, slot: int, parent: Node, depth: int = 1) -> OperationRequest:
+    """Greedy policy's debug (AIDE ``Agent._debug``, SPEC §12): a Phase 2 ``debug`` node whose
+    program is debug.j2's minimal fix of the buggy leaf ``parent`` — its code, output, error
+    type and problems — shown as debug attempt ``depth`` of ``max_debug_depth``. No agent
+    writes it (debug.j2 has no role or strategy, as in the inner chain), so the dispatcher and
+    the experience pool do not learn from it. ``metadata``: ``policy_action`` ``debug`` and
+    ``debug_depth``."""
+    problems = list(parent.metadata.get("problems") or [])
+    if not problems and parent.exc_type is None:  # buggy by the review, not by the run
+        reasons = (parent.metadata.get("review") or {}).get("reasons") or []
+        problems = [str(r) for r in reasons] or ["the review judged this program buggy"]
+    prompt, ctx = _debug_call(
+        session, slot, f"slot{slot}:debugnode", depth, GREEDY_MAX_DEBUG_DEPTH,
+        parent.code, parent.term_out, parent.exc_type, problems,
+    )
+    return OperationRequest(
+        operation="debug",
+        phase=2,
+        slot=slot,
+        parent_id=parent.id,
+        template="debug.j2",
+        prompt=prompt,
+        ctx=ctx,
+        metadata={"policy_action": "debug", "debug_depth": depth},
+    )
+
+
+_DEBUGS_IN_FLIGHT: dict[str, set[str]] = {}
+"""Per run directory: ids of buggy leaves a greedy debug step in flight is fixing (guarded by
+the session's lock; like ``RunSession.plans_in_flight`` for merges)."""
+
+
+def _debugs_in_flight(session: RunSession) -> set[str]:
+    return _DEBUGS_IN_FLIGHT.setdefault(str(session.run_dir), set())
+
+
+def prepare_greedy(session: RunSession, slot: int) -> OperationRequest:
+    """One step of the greedy search policy (AIDE ``search_policy``, :func:`swarm_evo.policies.greedy_action`):
+    draft, improve the best valid node, or debug a buggy leaf. The decision and the claim on
+    a debugged leaf are taken under the session's lock, so parallel steps never debug the
+    same leaf; the claim ends when the node is appended (:func:`release_request`).
+    ``metadata.policy_action`` names the decision."""
+    rng = step_rng(session, slot, "policy")
+    with session.lock:
+        in_flight = _debugs_in_flight(session)
+        action = greedy_action(session.journal, rng, exclude=in_flight)
+        if action.kind == "debug":
+            in_flight.add(action.parent_id)
+    try:
+        if action.kind == "draft":
+            request = prepare_draft(session, slot)
+            request.metadata["policy_action"] = "draft"
+            return request
+        parent = session.journal.get(action.parent_id)
+        if action.kind == "improve":
+            return prepare_improve(session, slot, parent)
+        return prepare_debug_node(session, slot, parent, action.debug_depth)
+    except BaseException:
+        if action.kind == "debug":
+            with session.lock:
+                _debugs_in_flight(session).discard(action.parent_id)
+        raise
 
 
 def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
@@ -222,11 +305,15 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
 
 
 def release_request(session: RunSession, request: OperationRequest) -> None:
-    """Forget a merge's in-flight plan once its node is in the journal (or abandoned)."""
+    """Forget a merge's in-flight plan, or a greedy debug's claim on its leaf, once its node
+    is in the journal (or abandoned)."""
     key = (request.metadata.get("gene_plan") or {}).get("key")
     if key:
         with session.lock:
             session.plans_in_flight.discard(tuple(key))
+    if request.operation == "debug" and request.parent_id:
+        with session.lock:
+            _debugs_in_flight(session).discard(request.parent_id)
 
 
 # --------------------------------------------------------------------------- generation
@@ -287,23 +374,42 @@ def debug_program(
     problems: list[str],
 ) -> Generated:
     """Debug attempt ``attempt``: debug.j2 with the *previous* attempt's code and output."""
-    cfg = session.config
+    prompt, ctx = _debug_call(
+        session, slot, f"slot{slot}:debug{attempt}", attempt, session.config.search.debug_max_attempts,
+        code, term_out, exc_type, problems,
+    )
+    save_prompt(session, node_id, f"debug{attempt}", prompt)
+    reply = complete_code(session.endpoint, prompt, ctx)
+    return Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+
+
+def _debug_call(
+    session: RunSession,
+    slot: int,
+    call_key: str,
+    attempt: int,
+    max_attempts: int,
+    code: str,
+    term_out: str,
+    exc_type: str | None,
+    problems: list[str],
+) -> tuple[str, dict[str, Any]]:
+    """debug.j2's prompt and the offline context for fixing ``code`` (attempt ``attempt`` of
+    ``max_attempts``): the inner chain's attempts and greedy debug nodes share it."""
     prompt = render(
         "debug.j2",
         **prompt_context(session),
         attempt=attempt,
-        max_attempts=cfg.search.debug_max_attempts,
+        max_attempts=max_attempts,
         code=code,
         term_out=term_out,
         exc_type=exc_type,
         problems=problems,
         memory_limit=memory_limit_text(session),
     )
-    save_prompt(session, node_id, f"debug{attempt}", prompt)
-    ctx = offline_context(session, "debug", f"slot{slot}:debug{attempt}")
+    ctx = offline_context(session, "debug", call_key)
     ctx.update(code=code, term_out=term_out, exc_type=exc_type, attempt=attempt, exec_timeout=exec_timeout(session))
-    reply = complete_code(session.endpoint, prompt, ctx)
-    return Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+    return prompt, ctx
 
 
 # --------------------------------------------------------------------------- execution

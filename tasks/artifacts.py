@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import (
+    create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
@@ -18,8 +20,8 @@ from prefect.artifacts import (
 )
 from pydantic import BaseModel
 
+from swarm_evo import charts, run_report
 from swarm_evo import report as views
-from swarm_evo import run_report
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
 from tasks._policy import TASK_DEFAULTS
@@ -71,18 +73,70 @@ def publish_node_table(run_dir: str) -> None:
     )
 
 
+MAX_TREE_PREVIEW = 400_000
+"""Largest evolution-tree SVG (bytes) shown inline in the final report artifact; a larger tree
+is only linked (a huge artifact slows the UI's artifact lists)."""
+
+
+def write_run_pictures(run_dir: str) -> dict[str, Path]:
+    """Write ``RUN_DIR/best_fitness.png`` and ``RUN_DIR/evolution_tree.html``; return their paths
+    (``chart``, ``tree``). A picture that cannot be drawn is logged and left out: it must not
+    fail a finished run."""
+    session = get_session(run_dir)
+    out: dict[str, Path] = {}
+    for name, draw, file in (
+        ("chart", charts.best_fitness_chart, charts.CHART_FILE),
+        ("tree", charts.evolution_tree_html, charts.TREE_FILE),
+    ):
+        try:
+            out[name] = draw(session.journal, session.run_dir / file)
+        except Exception as exc:  # a picture is a view: the run's results stand
+            get_run_logger().warning("cannot draw %s: %s: %s", file, type(exc).__name__, exc)
+    return out
+
+
 @task(name="publish-final-report", **TASK_DEFAULTS)
 def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
-    """The final report: a markdown artifact and ``RUN_DIR/report.md``; returns the summary."""
+    """The final report: ``RUN_DIR/report.md`` and a markdown artifact; returns the summary.
+
+    Also writes ``RUN_DIR/best_fitness.png`` and ``RUN_DIR/evolution_tree.html``. The Prefect
+    UI cannot load files of the run directory, so the artifact carries the chart and a preview
+    of the tree inline (``data:`` URIs, which its markdown renderer shows as images) and names
+    the HTML file; a link artifact ``<run>-tree`` points at the HTML file (``file://``).
+    ``report.md`` refers to both files by their names.
+    """
     session = get_session(run_dir)
     summary = views.run_summary(session.journal, grade)
-    markdown = views.final_report_markdown(summary)
+    pictures = write_run_pictures(run_dir)
+    chart, tree = pictures.get("chart"), pictures.get("tree")
+    markdown = views.final_report_markdown(
+        summary,
+        chart=chart.name if chart else None,
+        tree_link=tree.name if tree else None,
+    )
     atomic_write_text(session.run_dir / "report.md", markdown)
+    preview = None
+    if tree is not None:
+        svg = charts.evolution_tree_svg(session.journal)
+        preview = charts.svg_data_uri(svg) if len(svg) <= MAX_TREE_PREVIEW else None
     create_markdown_artifact(
-        markdown=markdown,
+        markdown=views.final_report_markdown(
+            summary,
+            chart=charts.png_data_uri(chart) if chart else None,
+            tree_image=preview,
+            tree_link=str(tree) if tree else None,
+        ),
         key=artifact_key(run_dir, "report"),
         description=f"Final report of {session.objective.id}",
     )
+    if tree is not None:
+        create_link_artifact(
+            link=tree.resolve().as_uri(),
+            link_text=str(tree),
+            key=artifact_key(run_dir, "tree"),
+            description=f"Evolution tree of {session.objective.id}: one self-contained HTML file "
+            "(open it in a browser; browsers do not follow file:// links from a web page, so copy the address)",
+        )
     return summary
 
 

@@ -1,0 +1,88 @@
+"""policy_search: the ``greedy`` and ``random`` search policies for ablations (SPEC §12).
+
+``two_phase_evo(policy="greedy" | "random")`` runs this subflow in place of
+``phase1_draft`` + ``phase2_evolve``; everything before and after it (session, sandbox, model,
+grading, reports) is shared, and so is every step: epochs come from ``run_epoch`` (at most
+``parallel_workers`` steps at once, a budget slot reserved per step, the time limit checked
+before every step), and each step is one ``run_step`` — generate (+ static check and
+self-fix) → execute → inner debug chain → review → append one node. Only the choice of what
+each step does differs (:mod:`swarm_evo.policies`):
+
+* ``random``: every step is a ``draft_step`` (the Phase 1 draft prompt), until the budget
+  (``max_steps`` nodes) or the time limit runs out.
+* ``greedy`` (AIDE's ``search_policy``): first whole epochs of ``draft_step`` until the journal
+  holds 5 drafts, then ``greedy_step`` epochs — each step improves the best valid node
+  (mutate.j2), or with probability 0.5 debugs a buggy leaf (debug.j2; debug depth ≤ 3), or
+  drafts when no node is valid.
+
+Choice documented here: the inner chained debug (``search.debug_max_attempts`` attempts per
+node, SPEC §6 D) stays on for every policy, so an ablation compares search policies alone
+on identical steps. AIDE itself has no inner chain (its repairs are debug nodes), so the
+greedy policy here debugs the buggy leaves the chain could not fix, as extra nodes.
+Agent evolution runs on the global epoch count as in the two-phase search.
+"""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger, task
+
+from flows._epoch import run_epoch
+from flows._step import run_step
+from flows.draft_step import draft_step
+from swarm_evo import steps
+from swarm_evo.policies import drafts_due
+from swarm_evo.session import get_session
+from tasks._policy import TASK_DEFAULTS
+from tasks.agents import evolve_agents
+from tasks.artifacts import publish_node_table
+
+
+@task(name="select-greedy", **TASK_DEFAULTS)
+def select_greedy(run_dir: str, slot: int) -> steps.OperationRequest:
+    """Greedy policy: draft, improve the best valid node, or debug a buggy leaf; its prompt."""
+    return steps.prepare_greedy(get_session(run_dir), slot)
+
+
+@flow(name="greedy-step", flow_run_name="greedy-slot{slot}")
+def greedy_step(run_dir: str, slot: int, epoch: int):
+    """One greedy-policy step (AIDE ``Agent.step``) taken through the shared step body."""
+    requests: list[steps.OperationRequest] = []
+
+    def select(run_dir: str, slot: int) -> steps.OperationRequest:
+        request = select_greedy(run_dir, slot)
+        requests.append(request)
+        return request
+
+    try:
+        return run_step(run_dir, slot, epoch, select)
+    finally:  # a step that crashed before appending must not keep its leaf claimed
+        for request in requests:
+            steps.release_request(get_session(run_dir), request)
+
+
+@flow(name="policy-search", flow_run_name="{policy}-search")
+def policy_search(run_dir: str, policy: str, first_epoch: int = 0) -> int:
+    """Run epochs of min(steps_per_epoch, remaining) steps of the ``greedy`` or ``random``
+    policy until the budget or the time limit runs out (no other stopping rule). Returns the
+    global epoch count.
+
+    Raises:
+        ValueError: ``policy`` is neither ``greedy`` nor ``random``.
+    """
+    logger = get_run_logger()
+    session = get_session(run_dir)
+    search, budget, journal = session.config.search, session.budget, session.journal
+    drafts_due(journal, policy, 0)  # validates the policy before any step
+    epoch = first_epoch
+    while not budget.exhausted and not budget.time_up():
+        epoch += 1
+        due = drafts_due(journal, policy, budget.remaining)
+        step_flow = draft_step if due else greedy_step
+        run_epoch(run_dir, step_flow, epoch, min(search.steps_per_epoch, due or budget.remaining))
+        publish_node_table(run_dir)
+        evolve_agents(run_dir, epoch)  # when due: every agents.evolution_interval global epochs
+        logger.info(
+            "%s | epoch=%s nodes=%s valid=%s dead=%s", policy, epoch, len(journal),
+            len(journal.valid_pool()), journal.count(dead=True),
+        )
+    return epoch

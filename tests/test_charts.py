@@ -1,0 +1,211 @@
+"""The run pictures (swarm_evo/charts.py) and how the final report publishes them (issue 6):
+the best-fitness chart is a real PNG of the stated size, the evolution tree is one
+self-contained HTML file with every node and the merge edges, and ``publish_final_report``
+writes both files and puts the chart and a tree preview inline in the report artifact."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from factories import make_node
+
+from swarm_evo import charts
+from swarm_evo.journal import Journal
+from swarm_evo.report import final_report_markdown, run_summary
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (after checking the signature)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == PNG_SIGNATURE, "not a PNG file"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def evolved_journal(lower_is_better: bool = False) -> Journal:
+    """Phase 1: three drafts (one dead, one buggy-then-valid); Phase 2: a mutate, a buggy mutate,
+    and a merge taking genes from its parent and two other nodes."""
+    j = Journal(info={"competition_id": "toy-competition"})
+    sign = -1 if lower_is_better else 1
+    d1 = j.append(make_node(metric=sign * 0.70, lower_is_better=lower_is_better, approach_tag="ridge"))
+    d2 = j.append(make_node(metric=sign * 0.80, lower_is_better=lower_is_better, approach_tag="gbm",
+                            debug_attempts=1))
+    j.append(make_node(metric=None, lower_is_better=lower_is_better, is_buggy=True, dead=True,
+                       debug_attempts=2, exc_type="ValueError"))
+    m1 = j.append(make_node(metric=sign * 0.85, lower_is_better=lower_is_better, operation="mutate", phase=2,
+                            parent_id=d2.id, metadata={"target_locus": "MODEL"}))
+    j.append(make_node(metric=None, lower_is_better=lower_is_better, is_buggy=True, operation="mutate",
+                       phase=2, parent_id=d1.id, exc_type="KeyError"))
+    sources = {"DATA": m1.id, "MODEL": m1.id, "LOSS": d1.id, "OPTIMIZER": d1.id, "REGULARIZATION": d2.id,
+               "INITIALIZATION": m1.id, "TRAINING_TRICKS": m1.id}
+    j.append(make_node(metric=sign * 0.83, lower_is_better=lower_is_better, operation="merge", phase=2,
+                       parent_id=m1.id, metadata={"gene_sources": sources},
+                       approach_tag="</script><script>alert('x')</script>"))
+    return j
+
+
+# ---------------------------------------------------------------------------- chart
+@pytest.mark.parametrize("lower", [False, True])
+def test_chart_is_a_png_of_the_stated_size(tmp_path, lower):
+    path = charts.best_fitness_chart(evolved_journal(lower), tmp_path / "sub" / charts.CHART_FILE)
+    assert path == tmp_path / "sub" / charts.CHART_FILE
+    assert png_size(path) == charts.CHART_SIZE
+    assert path.stat().st_size > 10_000, "a drawn chart, not an empty canvas"
+
+
+def test_chart_of_an_empty_journal(tmp_path):
+    assert png_size(charts.best_fitness_chart(Journal(), tmp_path / "empty.png")) == charts.CHART_SIZE
+
+
+def test_best_so_far_follows_the_metric_direction():
+    up = [v for _, v in charts.best_so_far(evolved_journal(False))]
+    assert up == [0.70, 0.80, 0.80, 0.85, 0.85, 0.85]
+    down = [v for _, v in charts.best_so_far(evolved_journal(True))]
+    assert down == [-0.70, -0.80, -0.80, -0.85, -0.85, -0.85], "lower is better: the minimum so far"
+    assert charts.lower_is_better(evolved_journal(True)) is True
+    assert charts.phase2_start(evolved_journal()) == 4
+
+
+def test_best_so_far_is_none_before_the_first_valid_node():
+    j = Journal()
+    j.append(make_node(metric=None, is_buggy=True))
+    j.append(make_node(metric=0.5))
+    assert charts.best_so_far(j) == [(1, None), (2, 0.5)]
+
+
+# ---------------------------------------------------------------------------- tree
+def test_tree_html_is_self_contained_with_every_node(tmp_path):
+    j = evolved_journal()
+    path = charts.evolution_tree_html(j, tmp_path / charts.TREE_FILE)
+    text = path.read_text(encoding="utf-8")
+    for node in j.nodes:
+        assert node.id in text
+        assert f'data-id="{node.id}"' in text, "every node is drawn"
+    assert not re.search(r"https?://|//cdn|\bsrc\s*=|<link\b|@import", text, re.I), "no external resource"
+    assert "<script>alert" not in text, "node texts cannot break out of the data script"
+    assert text.count("<svg") >= 1 and "<style>" in text and "<script>" in text
+
+
+def test_tree_colours_status_and_draws_merge_edges(tmp_path):
+    j = evolved_journal()
+    text = charts.evolution_tree_html(j, tmp_path / "tree.html").read_text(encoding="utf-8")
+    nodes = j.nodes
+    d1, d2, dead, m1, buggy, merge = nodes
+    assert re.search(rf'class="node best" data-id="{m1.id}"', text)
+    assert re.search(rf'class="node dead" data-id="{dead.id}"', text)
+    assert re.search(rf'class="node buggy" data-id="{buggy.id}"', text)
+    assert re.search(rf'class="node valid" data-id="{d1.id}"', text)
+    # the parent's genes travel on the solid edge; the two other sources get dashed, labelled curves
+    assert f'class="edge parent" data-source="{m1.id}" data-target="{merge.id}"' in text
+    merge_edges = re.findall(r'<g class="edge merge" data-source="(\w+)" data-target="(\w+)">(.*?)</g>', text, re.S)
+    assert {(s, t) for s, t, _ in merge_edges} == {(d1.id, merge.id), (d2.id, merge.id)}
+    labels = {s: re.search(r"<text[^>]*>([^<]*)</text>", body).group(1) for s, _, body in merge_edges}
+    assert labels == {d1.id: "LOSS,OPTIMIZER", d2.id: "REGULARIZATION"}
+    assert "stroke-dasharray" in merge_edges[0][2]
+
+
+def test_tree_svg_is_well_formed_and_standalone():
+    j = evolved_journal()
+    root = ET.fromstring(charts.evolution_tree_svg(j))
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert any("step 6 · merge · phase 2" in t and "metric 0.83" in t for t in titles), "tooltip per node"
+    inline = charts.evolution_tree_svg(j, standalone=False)
+    assert "xmlns" not in inline and ET.fromstring(inline).tag == "svg"
+
+
+def test_tree_layout_places_children_below_parents_without_overlap():
+    j = evolved_journal()
+    pos = charts.tree_layout(j)
+    assert set(pos) == {n.id for n in j.nodes}
+    assert len(set(pos.values())) == len(pos), "no two nodes on the same spot"
+    for n in j.nodes:
+        if n.parent_id:
+            assert pos[n.id][1] > pos[n.parent_id][1]
+
+
+def test_long_mutation_chain_does_not_recurse(tmp_path):
+    j = Journal()
+    parent = j.append(make_node(metric=0.1))
+    for i in range(1500):
+        parent = j.append(make_node(metric=0.1 + i * 1e-4, operation="mutate", phase=2, parent_id=parent.id))
+    pos = charts.tree_layout(j)
+    assert len(pos) == 1501
+    assert charts.evolution_tree_html(j, tmp_path / "chain.html").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------------- report
+def test_report_markdown_embeds_chart_and_tree(tmp_path):
+    j = evolved_journal()
+    chart = charts.best_fitness_chart(j, tmp_path / charts.CHART_FILE)
+    summary = run_summary(j)
+    inline = final_report_markdown(
+        summary,
+        chart=charts.png_data_uri(chart),
+        tree_image=charts.svg_data_uri(charts.evolution_tree_svg(j)),
+        tree_link=str(tmp_path / charts.TREE_FILE),
+    )
+    assert re.search(r"!\[[^\]]*\]\(data:image/png;base64,[A-Za-z0-9+/=]+\)", inline)
+    assert re.search(r"!\[[^\]]*\]\(data:image/svg\+xml;base64,[A-Za-z0-9+/=]+\)", inline)
+    assert f"`{tmp_path / charts.TREE_FILE}`" in inline
+    relative = final_report_markdown(summary, chart=charts.CHART_FILE, tree_link=charts.TREE_FILE)
+    assert f"]({charts.CHART_FILE})" in relative and f"]({charts.TREE_FILE})" in relative
+    assert "Best validation metric" not in final_report_markdown(summary)
+
+
+# ---------------------------------------------------------------------------- publish (Prefect)
+def test_publish_final_report_writes_and_publishes_pictures(prefect_server, tmp_path):
+    """``publish_final_report`` in a real flow run: the files in the run directory, the report
+    artifact with the chart and the tree preview inline, the link artifact to the HTML file."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from swarm_evo.cli import main
+    from swarm_evo.config import RunConfig
+    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.session import close_session, open_session
+    from tasks.artifacts import publish_final_report
+
+    assert main(["prepare", "sklearn-breast-cancer", "--data-dir", str(tmp_path / "data")]) == 0
+    config = RunConfig()
+    run_dir = tmp_path / "charts-publish"
+    session = open_session(competition_id="sklearn-breast-cancer", data_dir=tmp_path / "data",
+                           run_dir=run_dir, config=config, endpoint=endpoint_for(config.model))
+    for node in evolved_journal().nodes:
+        node.step = None
+        session.journal.append(node)
+
+    @flow
+    def publish_only():
+        return publish_final_report(str(session.run_dir), None)
+
+    try:
+        summary = publish_only()
+    finally:
+        close_session(session.run_dir)
+    assert summary["nodes"] == 6
+    assert png_size(session.run_dir / charts.CHART_FILE) == charts.CHART_SIZE
+    tree = session.run_dir / charts.TREE_FILE
+    assert all(n.id in tree.read_text() for n in session.journal.nodes)
+    report_md = (session.run_dir / "report.md").read_text()
+    assert f"]({charts.CHART_FILE})" in report_md and "base64" not in report_md
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(like_="charts-publish-%"))
+            )
+
+    artifacts = {a.key.rsplit("-", 1)[-1]: a for a in asyncio.run(read())}
+    assert "data:image/png;base64," in artifacts["report"].data
+    assert "data:image/svg+xml;base64," in artifacts["report"].data
+    assert str(tree) in artifacts["report"].data
+    assert tree.resolve().as_uri() in artifacts["tree"].data
