@@ -9,6 +9,8 @@
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
+    swarm-evo sweep --data-dir DATA_DIR --competitions A,B --seeds N --policies two_phase,greedy,random
+                    --max-steps N --model M --out OUT_DIR [--deployment NAME]
 
 Exit codes: 0 success, 1 the run failed, 2 bad input (the message names the file, field or
 value and the fix). ``run`` uses Prefect's ephemeral API unless PREFECT_API_URL is set.
@@ -64,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     from swarm_evo.eval_cli import add_eval_parser
 
     add_eval_parser(sub)
+
+    from swarm_evo.sweep_cli import add_sweep_parser
+
+    add_sweep_parser(sub)
     return parser
 
 
@@ -155,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         from swarm_evo.eval_cli import run_eval
 
         return run_eval(args)
+    if args.command == "sweep":  # bad input -> exit 2 inside run_sweep
+        from swarm_evo.sweep_cli import run_sweep
+
+        return run_sweep(args)
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError
