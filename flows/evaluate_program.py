@@ -465,3 +465,18 @@ def wait_for_evaluation(job_id: str, timeout: float | None = None, poll: float =
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(f"job {job_id} still {status['status']} ({status['state']}) after {timeout} s")
         time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+
+
+def serve_evaluations(name: str = "default", *, limit: int | None = None, poll: float = 2.0) -> None:
+    """Serve the deployment ``evaluate-program/<name>`` with Prefect's runner (blocks).
+
+    ``poll`` seconds between the runner's checks for new jobs (Prefect's default is 10 s);
+    ``limit`` caps the evaluations running at once. The module entrypoint lets the served runs
+    import this module whatever the working directory.
+    """
+    from prefect.settings import PREFECT_RUNNER_POLL_FREQUENCY, temporary_settings
+    from prefect.types.entrypoint import EntrypointType
+
+    with temporary_settings({PREFECT_RUNNER_POLL_FREQUENCY: poll}):
+        evaluate_program.serve(name=name, limit=limit, entrypoint_type=EntrypointType.MODULE_PATH,
+                               tags=["swarm-evo", "eval"])

@@ -232,19 +232,13 @@ def _run(args) -> int:
 
 
 def _serve(args) -> int:
-    from prefect.settings import PREFECT_RUNNER_POLL_FREQUENCY, temporary_settings
-    from prefect.types.entrypoint import EntrypointType
-
-    from flows.evaluate_program import evaluate_program
+    from flows.evaluate_program import serve_evaluations
 
     if args.limit is not None and args.limit < 1:
         return _fail(f"--limit must be >= 1 (got {args.limit})")
     if args.poll < 1:
         return _fail(f"--poll must be >= 1 second (got {args.poll})")
-    with temporary_settings({PREFECT_RUNNER_POLL_FREQUENCY: args.poll}):
-        # Module entrypoint: the served runs import flows.evaluate_program, whatever the cwd.
-        evaluate_program.serve(name=args.name, limit=args.limit, entrypoint_type=EntrypointType.MODULE_PATH,
-                               tags=["swarm-evo", "eval"])
+    serve_evaluations(args.name, limit=args.limit, poll=args.poll)
     return 0
 
 
