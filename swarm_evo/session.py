@@ -87,6 +87,7 @@ class RunSession:
     dispatcher: Dispatcher
     experience: ExperiencePool
     plans_in_flight: set[tuple] = field(default_factory=set)
+    debugs_in_flight: set[str] = field(default_factory=set)  # buggy leaves a greedy debug step is fixing
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property

@@ -229,15 +229,6 @@ def prepare_debug_node(session: RunSession, slot: int, parent: Node, depth: int 
     )
 
 
-_DEBUGS_IN_FLIGHT: dict[str, set[str]] = {}
-"""Per run directory: ids of buggy leaves a greedy debug step in flight is fixing (guarded by
-the session's lock; like ``RunSession.plans_in_flight`` for merges)."""
-
-
-def _debugs_in_flight(session: RunSession) -> set[str]:
-    return _DEBUGS_IN_FLIGHT.setdefault(str(session.run_dir), set())
-
-
 def prepare_greedy(session: RunSession, slot: int) -> OperationRequest:
     """One step of the greedy search policy (AIDE ``search_policy``, :func:`swarm_evo.policies.greedy_action`):
     draft, improve the best valid node, or debug a buggy leaf. The decision and the claim on
@@ -246,7 +237,7 @@ def prepare_greedy(session: RunSession, slot: int) -> OperationRequest:
     ``metadata.policy_action`` names the decision."""
     rng = step_rng(session, slot, "policy")
     with session.lock:
-        in_flight = _debugs_in_flight(session)
+        in_flight = session.debugs_in_flight
         action = greedy_action(session.journal, rng, exclude=in_flight)
         if action.kind == "debug":
             in_flight.add(action.parent_id)
@@ -262,7 +253,7 @@ def prepare_greedy(session: RunSession, slot: int) -> OperationRequest:
     except BaseException:
         if action.kind == "debug":
             with session.lock:
-                _debugs_in_flight(session).discard(action.parent_id)
+                session.debugs_in_flight.discard(action.parent_id)
         raise
 
 
@@ -313,7 +304,7 @@ def release_request(session: RunSession, request: OperationRequest) -> None:
             session.plans_in_flight.discard(tuple(key))
     if request.operation == "debug" and request.parent_id:
         with session.lock:
-            _debugs_in_flight(session).discard(request.parent_id)
+            session.debugs_in_flight.discard(request.parent_id)
 
 
 # --------------------------------------------------------------------------- generation
