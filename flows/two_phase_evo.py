@@ -21,6 +21,7 @@ from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
+from swarm_evo.resume import read_run_info
 from swarm_evo.session import RunDirectoryError, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
@@ -36,6 +37,7 @@ from tasks.problem import evaluate_initial_program, write_auxiliary_metrics
 def resolve_config(
     config_path: str | None = None,
     *,
+    base: RunConfig | None = None,
     model: str | None = None,
     max_steps: int | None = None,
     seed: int | None = None,
@@ -48,14 +50,15 @@ def resolve_config(
     sandbox_block: str | None = None,
     policy: str | None = None,
 ) -> tuple[RunConfig, object]:
-    """The run's config: file (or defaults) <- saved blocks <- explicit parameters.
+    """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
+    explicit parameters.
 
     Returns ``(config, api_key)``; the key comes only from the LLM settings block.
 
     Raises:
         ConfigError: a value (from any source) is invalid; the message names the key.
     """
-    config = load_config(Path(config_path) if config_path else None)
+    config = base if base is not None else load_config(Path(config_path) if config_path else None)
     api_key = None
     overrides: dict = {}
     if llm_block:
@@ -118,6 +121,7 @@ def two_phase_evo(
     llm_block: str | None = None,
     sandbox_block: str | None = None,
     policy: str | None = None,  # a str, not the Literal: served flows are pickled by value
+    resume: str | None = None,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -140,13 +144,29 @@ def two_phase_evo(
         policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
+        resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
+            the competition or problem, data directory, configuration, model, seed, policy
+            and LLM block come from its journal, so those parameters must be left unset;
+            max_steps, time_limit, parallel_workers, executor, image, gpus and the blocks may
+            change. The budget, epochs, phase, valid pool, agents and experience pool
+            continue; steps that were in flight are redone.
 
     Returns:
         The run summary (swarm_evo.report.run_summary) plus ``run_dir``, ``epochs`` and ``policy``.
     """
     logger = get_run_logger()
+    base = None
+    if resume:
+        fixed = dict(competition_id=competition_id, problem=problem, data_dir=data_dir, run_dir=run_dir,
+                     config_path=config_path, model=model, seed=seed, policy=policy)
+        given = sorted(k for k, v in fixed.items() if v is not None)
+        if given:
+            raise ValueError(f"resume takes {', '.join(given)} from {resume}/journal.json: leave them unset")
+        info = read_run_info(Path(resume))
+        competition_id, problem, data_dir, run_dir = info.competition_id, info.problem, info.data_dir, resume
+        base, llm_block = info.config, llm_block or info.llm_block
     config, api_key = resolve_config(
-        config_path, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
+        config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy,
     )
@@ -161,6 +181,17 @@ def two_phase_evo(
         endpoint=endpoint_for(config.model, api_key),
     )
     key = str(session.run_dir)
+    if session.resume_report is not None:
+        report = session.resume_report
+        logger.info(
+            "continuing %s: %s nodes in the journal; redoing %s interrupted step(s) %s; repaired %s experience "
+            "record(s), %s dispatcher update(s), %s temp file(s), %s container(s)",
+            key, report.nodes, len(report.interrupted_nodes), report.interrupted_nodes,
+            report.experience_records_added, report.dispatcher_updates_applied, report.temp_files_removed,
+            len(report.containers_removed),
+        )
+    if llm_block:
+        session.journal.info["llm_block"] = llm_block  # the block's name (never its key), for resume
     policy = record_policy(session.journal, config.search.policy)
     logger.info("run directory: %s (model %s, budget %s nodes, policy %s)", key, config.model.name,
                 config.search.max_steps, policy)
@@ -171,11 +202,12 @@ def two_phase_evo(
     if session.objective.kind == "problem":
         initial = evaluate_initial_program(key)
         logger.info("initial program: combined_score %s (correct %s)", initial.get("combined_score"), initial.get("correct"))
-        write_auxiliary_metrics(key)
+        write_auxiliary_metrics(key)  # a continued run keeps its file (no model call)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
     if policy == "two_phase":
-        if journal.count(phase=2) == 0:
+        phase1_done = journal.count(phase=2) > 0 or len(journal.valid_pool()) >= config.search.phase1_target_nodes
+        if not phase1_done:
             epoch = phase1_draft(run_dir=key, first_epoch=epoch)
         epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
     else:

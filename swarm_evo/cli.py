@@ -6,6 +6,8 @@
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
                   [--llm-block NAME] [--sandbox-block NAME] [--policy two_phase|greedy|random]
+    swarm-evo resume RUN_DIR [--max-steps N] [--time-limit SEC] [--parallel-workers W]
+                     [--executor local|docker] [--image IMAGE] [--gpus G] [--llm-block NAME]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
@@ -58,6 +60,17 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--policy", choices=("two_phase", "greedy", "random"), default=None,
                    help="search policy (SPEC §12): two_phase (default), greedy (AIDE) or random (drafts only)")
 
+    c = sub.add_parser("resume", help="continue a run from its run directory after a crash or a stop")
+    c.add_argument("run_dir", type=Path, help="the run directory (holds journal.json)")
+    c.add_argument("--max-steps", type=int, default=None, help="a new budget (nodes in the journal, all told)")
+    c.add_argument("--time-limit", type=float, default=None, help="seconds for this invocation")
+    c.add_argument("--parallel-workers", type=int, default=None)
+    c.add_argument("--executor", choices=("local", "docker"), default=None)
+    c.add_argument("--image", default=None)
+    c.add_argument("--gpus", default=None)
+    c.add_argument("--llm-block", default=None, help="saved LLMSettings block (default: the run's own)")
+    c.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+
     g = sub.add_parser("grade", help="grade a submission against the private answers; prints JSON")
     g.add_argument("--competition-id", required=True)
     g.add_argument("--data-dir", type=Path, required=True)
@@ -95,49 +108,36 @@ def _grade(args) -> int:
     return 0
 
 
-def _run(args) -> int:
-    from swarm_evo.competition import CompetitionError
-    from swarm_evo.llm.client import check_model_access, endpoint_for
-    from swarm_evo.session import default_run_dir, load_objective, open_sandbox
-
+def _start_flow() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    from flows.two_phase_evo import resolve_config, two_phase_evo
 
-    if args.competition_id and args.data_dir is None:
-        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
-    overrides = dict(
-        model=args.model, max_steps=args.max_steps, seed=args.seed,
-        parallel_workers=args.parallel_workers, time_limit=args.time_limit,
-        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy,
-    )
-    # Validate everything before the flow starts, so bad input costs nothing.
-    config, api_key = resolve_config(
-        str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
-        **overrides,
-    )
+
+def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
+    """Every check that can fail on bad input, before the flow starts and anything is written:
+    objective, model access, sandbox (daemon, image, GPU runtime), run directory ownership.
+    Returns the objective."""
+    from swarm_evo.competition import CompetitionError
+    from swarm_evo.llm.client import check_model_access, endpoint_for
+    from swarm_evo.session import check_run_dir, load_objective, open_sandbox
+
     try:
-        objective = load_objective(args.competition_id, args.problem, args.data_dir)
+        objective = load_objective(competition_id, problem, data_dir)
     except CompetitionError as exc:
-        if args.competition_id and "not found: prepare" in str(exc):
-            return _fail(
-                f"{exc}: run `swarm-evo prepare {args.competition_id} --raw-dir RAW_DIR --data-dir {args.data_dir}`"
-            )
+        if competition_id and "not found: prepare" in str(exc):
+            raise CompetitionError(
+                f"{exc}: run `swarm-evo prepare {competition_id} --raw-dir RAW_DIR --data-dir {data_dir}`"
+            ) from None
         raise
     check_model_access(endpoint_for(config.model, api_key))
+    if run_dir is not None:
+        check_run_dir(run_dir, objective, config.search.policy)
     _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime
     print(f"sandbox: {config.sandbox.backend} ({runtime.device})")
-    run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
-    summary = two_phase_evo(
-        competition_id=args.competition_id,
-        problem=args.problem,
-        data_dir=str(args.data_dir) if args.data_dir else None,
-        run_dir=str(run_dir),
-        config_path=str(args.config) if args.config else None,
-        llm_block=args.llm_block,
-        sandbox_block=args.sandbox_block,
-        **overrides,
-    )
+    return objective
+
+
+def _print_summary(summary: dict) -> int:
     print(f"run directory: {summary['run_dir']}")
     print(f"nodes: {summary['nodes']} (phase 1: {summary['phase1_nodes']}, phase 2: {summary['phase2_nodes']}), "
           f"valid: {summary['valid']}, dead: {summary['dead']}")
@@ -152,6 +152,61 @@ def _run(args) -> int:
     grade = summary.get("grade_report") or {}
     print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
     return 0 if grade.get("valid_submission") else 1
+
+
+def _run(args) -> int:
+    from swarm_evo.session import default_run_dir
+
+    _start_flow()
+    from flows.two_phase_evo import resolve_config, two_phase_evo
+
+    if args.competition_id and args.data_dir is None:
+        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
+    overrides = dict(
+        model=args.model, max_steps=args.max_steps, seed=args.seed,
+        parallel_workers=args.parallel_workers, time_limit=args.time_limit,
+        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy,
+    )
+    # Validate everything before the flow starts, so bad input costs nothing.
+    config, api_key = resolve_config(
+        str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
+        **overrides,
+    )
+    objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
+    run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
+    summary = two_phase_evo(
+        competition_id=args.competition_id,
+        problem=args.problem,
+        data_dir=str(args.data_dir) if args.data_dir else None,
+        run_dir=str(run_dir),
+        config_path=str(args.config) if args.config else None,
+        llm_block=args.llm_block,
+        sandbox_block=args.sandbox_block,
+        **overrides,
+    )
+    return _print_summary(summary)
+
+
+def _resume(args) -> int:
+    from swarm_evo.resume import read_run_info
+
+    _start_flow()
+    from flows.two_phase_evo import resolve_config, two_phase_evo
+
+    info = read_run_info(args.run_dir)
+    llm_block = args.llm_block or info.llm_block
+    overrides = dict(
+        max_steps=args.max_steps, parallel_workers=args.parallel_workers, time_limit=args.time_limit,
+        executor=args.executor, image=args.image, gpus=args.gpus,
+    )
+    config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
+                                     **overrides)
+    _preflight(config, api_key, info.competition_id, info.problem,
+               Path(info.data_dir) if info.data_dir else None, None)
+    print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
+    summary = two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block, sandbox_block=args.sandbox_block,
+                            **overrides)
+    return _print_summary(summary)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     bad_input = (CompetitionError, ConfigError, ModelAccessError, RunDirectoryError, FileNotFoundError,
                  SandboxUnavailableError, RuntimeProbeError, ProblemError)
     try:
-        handler = {"prepare": _prepare, "run": _run, "grade": _grade}[args.command]
+        handler = {"prepare": _prepare, "run": _run, "resume": _resume, "grade": _grade}[args.command]
         return handler(args)
     except bad_input as exc:
         return _fail(str(exc))

@@ -12,7 +12,9 @@ quality (:func:`swarm_evo.quality.node_quality`):
 
 The upstream system never called the update, so the argmax stayed on the first agent, which
 did 89 % of the work. The state is saved in ``RUN_DIR/agents/dispatcher.json`` after every
-update so a continued run keeps its scores.
+update so a continued run keeps its scores; it lists the journal nodes already folded in
+(``applied``), so a run resumed after a crash folds in exactly the nodes it missed
+(:mod:`swarm_evo.resume`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Dispatcher:
         self.scores: dict[str, dict[str, float | None]] = {a: {op: None for op in OPERATIONS} for a in agent_ids}
         self.updates: dict[str, dict[str, int]] = {a: {op: 0 for op in OPERATIONS} for a in agent_ids}
         self.chosen: dict[str, int] = {a: 0 for a in agent_ids}
+        self.applied: set[str] | None = set()  # node ids folded in; None: unknown (an old state file)
         self._lock = threading.Lock()
 
     @classmethod
@@ -62,6 +65,8 @@ class Dispatcher:
                 dispatcher.scores[agent].update(state.get("scores", {}).get(agent, {}))
                 dispatcher.updates[agent].update(state.get("updates", {}).get(agent, {}))
                 dispatcher.chosen[agent] = state.get("chosen", {}).get(agent, 0)
+            applied = state.get("applied")
+            dispatcher.applied = set(applied) if applied is not None else None
         return dispatcher
 
     def choose(self, operation: str, rng: random.Random) -> str:
@@ -85,8 +90,11 @@ class Dispatcher:
             self.chosen[agent] += 1
             return agent
 
-    def update(self, agent_id: str, operation: str, quality: float) -> float:
+    def update(self, agent_id: str, operation: str, quality: float, node_id: str | None = None) -> float:
         """Fold ``quality`` (0..1) into the EMA of ``(agent_id, operation)``; save; return the new EMA.
+
+        ``node_id`` (the journal node the quality belongs to) is recorded in ``applied``; a
+        node already applied is not folded in twice (the EMA is returned unchanged).
 
         Raises:
             KeyError: unknown agent. ValueError: unknown operation or quality outside [0, 1].
@@ -97,6 +105,10 @@ class Dispatcher:
             raise ValueError(f"quality must be in [0, 1] (got {quality})")
         with self._lock:
             old = self.scores[agent_id][operation]
+            if node_id is not None and self.applied is not None:
+                if node_id in self.applied:
+                    return old
+                self.applied.add(node_id)
             new = quality if old is None else (1 - self.alpha) * old + self.alpha * quality
             self.scores[agent_id][operation] = new
             self.updates[agent_id][operation] += 1
@@ -127,6 +139,7 @@ class Dispatcher:
             "scores": json.loads(json.dumps(self.scores)),
             "updates": json.loads(json.dumps(self.updates)),
             "chosen": dict(self.chosen),
+            "applied": sorted(self.applied) if self.applied is not None else None,
         }
 
     def _save_locked(self) -> None:

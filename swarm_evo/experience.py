@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from swarm_evo.journal import atomic_write_text
 from swarm_evo.node import Node, utc_now
 
 EXPERIENCE_FILE = "experience.jsonl"
@@ -53,16 +54,34 @@ def plan_summary(node: Node, limit: int = 240) -> str:
 
 
 class ExperiencePool:
-    """Records in ``RUN_DIR/experience.jsonl`` (loaded on open, appended per node). Thread-safe."""
+    """Records in ``RUN_DIR/experience.jsonl`` (loaded on open, appended per node). Thread-safe.
+
+    A last line cut short by a crash during an append (no trailing newline, not a record) is
+    dropped on open and the file rewritten (``dropped_partial_line`` tells); any other bad
+    line raises ValueError naming the file and line.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._records: list[ExperienceRecord] = []
         self._lock = threading.Lock()
+        self.dropped_partial_line = False
         if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
+            text = self.path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            for i, line in enumerate(lines):
+                if not line.strip():
+                    continue
+                try:
                     self._records.append(ExperienceRecord.model_validate_json(line))
+                except ValueError:
+                    if i == len(lines) - 1 and not text.endswith("\n"):
+                        # The process died while appending this line (SIGKILL): drop it.
+                        self.dropped_partial_line = True
+                        break
+                    raise ValueError(f"{self.path}: line {i + 1} is not an experience record") from None
+            if self.dropped_partial_line:
+                atomic_write_text(self.path, "".join(r.model_dump_json() + "\n" for r in self._records))
 
     def __len__(self) -> int:
         with self._lock:
@@ -77,6 +96,11 @@ class ExperiencePool:
                 fh.flush()
                 os.fsync(fh.fileno())
             self._records.append(record)
+
+    def node_ids(self) -> set[str]:
+        """Ids of the journal nodes that have a record."""
+        with self._lock:
+            return {r.node_id for r in self._records}
 
     def records(self, operation: str | None = None, agent_id: str | None = None) -> list[ExperienceRecord]:
         """Records in append order, optionally of one operation and/or one agent."""

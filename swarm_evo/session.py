@@ -36,9 +36,10 @@ from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.config import RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
-from swarm_evo.journal import JOURNAL_FILE, Journal
+from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
 from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
+from swarm_evo.resume import ResumeReport, RunDirectoryError, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
 from swarm_evo.selection import previous_plan_keys
@@ -89,6 +90,7 @@ class RunSession:
     plans_in_flight: set[tuple] = field(default_factory=set)
     debugs_in_flight: set[str] = field(default_factory=set)  # buggy leaves a greedy debug step is fixing
     lock: threading.RLock = field(default_factory=threading.RLock)
+    resume_report: ResumeReport | None = None  # set when an existing run directory was continued
 
     @property
     def loci(self) -> tuple[str, ...]:
@@ -121,10 +123,6 @@ class RunSession:
         return previous_plan_keys(self.journal, self.loci) | set(self.plans_in_flight)
 
 
-class RunDirectoryError(ValueError):
-    """A run directory that belongs to another competition or cannot be used."""
-
-
 def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None) -> Objective:
     """The run's objective: a competition (``competition_id`` under ``data_dir``) or a problem
     (a built-in name or a problem folder; its data file, if any, under ``data_dir``).
@@ -144,6 +142,28 @@ def load_objective(competition_id: str | None, problem: str | None, data_dir: Pa
     if not competition.public_dir.is_dir():
         raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
     return CompetitionObjective(competition)
+
+
+def check_run_dir(run_dir: Path, objective: Objective, policy: str | None = None) -> None:
+    """Preflight of a run directory, before anything is written: a directory with a journal
+    must belong to ``objective`` and (when ``policy`` is given) to the same search policy.
+
+    Raises:
+        RunDirectoryError: one line naming ``RUN_DIR/journal.json`` and the fix.
+    """
+    path = Path(run_dir) / JOURNAL_FILE
+    if not path.exists():
+        return
+    try:
+        journal = Journal.load(path, loci=objective.loci, required=objective.required_loci)
+    except JournalError as exc:
+        raise RunDirectoryError(f"{str(exc).splitlines()[0]}: choose another --run-dir") from None
+    _check_owner(journal, objective)
+    previous = journal.info.get("policy") or ("two_phase" if len(journal) else None)
+    if policy is not None and previous is not None and previous != policy and len(journal):
+        raise RunDirectoryError(
+            f"{path} holds a {previous} run: continue it with policy {previous} or choose another --run-dir"
+        )
 
 
 def _check_owner(journal: Journal, objective: Objective) -> None:
@@ -185,7 +205,8 @@ def open_session(
     run_dir = Path(run_dir).resolve()
     journal_path = run_dir / JOURNAL_FILE
     kwargs = dict(loci=objective.loci, required=objective.required_loci, stub_threshold=config.search.stub_threshold)
-    if journal_path.exists():
+    continued = journal_path.exists()
+    if continued:
         journal = Journal.load(journal_path, **kwargs)
         _check_owner(journal, objective)
     else:
@@ -227,9 +248,22 @@ def open_session(
         dispatcher=dispatcher,
         experience=ExperiencePool(run_dir / EXPERIENCE_FILE),
     )
+    if continued:
+        session.resume_report = reconcile(
+            run_dir, journal, session.experience, dispatcher, containers_removed=_remove_stray_containers(config, run_dir)
+        )
     with _REGISTRY_LOCK:
         _SESSIONS[str(run_dir)] = session
     return session
+
+
+def _remove_stray_containers(config: RunConfig, run_dir: Path) -> list[str]:
+    """Sandbox containers of ``run_dir`` left running by a killed run process (Docker only)."""
+    if config.sandbox.backend != "docker":
+        return []
+    from swarm_evo.sandbox.docker_sandbox import remove_stray_containers
+
+    return remove_stray_containers(run_dir)
 
 
 def get_session(run_dir: str | Path) -> RunSession:

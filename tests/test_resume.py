@@ -1,0 +1,206 @@
+"""Crash and resume (issue 7): a run SIGKILLed at any moment continues from its run directory.
+
+The end-to-end test kills a real ``swarm-evo`` process (its own Prefect ephemeral API, local
+sandbox, offline model) during a model call, during a program execution, while the journal
+is being written and at a random moment, resuming with ``swarm-evo resume`` after each kill.
+After every kill the journal parses and keeps every node it had; at the end the journal holds
+exactly the budget, no node twice, and the experience pool and dispatcher saw each node once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from swarm_evo.dispatcher import Dispatcher
+from swarm_evo.experience import ExperiencePool, record_for
+from swarm_evo.journal import Journal
+from swarm_evo.node import Node
+from swarm_evo.resume import (
+    INTERRUPTED_DIR,
+    RunDirectoryError,
+    read_run_info,
+    reconcile,
+)
+
+LAUNCHER = Path(__file__).with_name("crash_launcher.py")
+BUDGET = 10
+
+
+def _node(i: int, agent: str = "agent-0") -> Node:
+    return Node(id=f"n{i}", operation="draft", phase=1, epoch=1, agent_id=agent, plan=f"plan {i}",
+                code="print(1)\n", metric_value=0.5 + i / 100, metadata={"quality": 0.25 * (i % 4)})
+
+
+# ------------------------------------------------------------------ reconcile, in process
+def test_reconcile_repairs_what_a_kill_after_the_journal_append_leaves(tmp_path):
+    journal = Journal(tmp_path / "journal.json", info={"competition_id": "c"})
+    for i in range(1, 4):
+        journal.append(_node(i))
+    dispatcher = Dispatcher(["agent-0"], 0.3, 0.5, tmp_path / "agents" / "dispatcher.json")
+    experience = ExperiencePool(tmp_path / "experience.jsonl")
+    for node in journal.nodes[:2]:  # node n3 was appended, then the process died
+        dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
+        experience.add(record_for(node, node.metadata["quality"]))
+    with open(tmp_path / "experience.jsonl", "a") as fh:  # ... in the middle of writing its record
+        fh.write('{"agent_id": "agent-0", "operation": "dr')
+    (tmp_path / "nodes" / "n3").mkdir(parents=True)
+    (tmp_path / "nodes" / "in-flight").mkdir()  # a step that was running: no journal entry
+    (tmp_path / "nodes" / "in-flight" / "solution.py").write_text("print('half')\n")
+    (tmp_path / ".journal.json.abc.tmp").write_text('{"info": {')
+
+    reopened = ExperiencePool(tmp_path / "experience.jsonl")
+    assert reopened.dropped_partial_line and len(reopened) == 2
+    dispatcher = Dispatcher.open(["agent-0"], 0.3, 0.5, tmp_path / "agents" / "dispatcher.json")
+    report = reconcile(tmp_path, journal, reopened, dispatcher)
+
+    assert report.interrupted_nodes == ["in-flight"]
+    assert (tmp_path / INTERRUPTED_DIR / "in-flight" / "solution.py").read_text() == "print('half')\n"
+    assert sorted(p.name for p in (tmp_path / "nodes").iterdir()) == ["n3"]
+    assert report.temp_files_removed == 1 and not list(tmp_path.glob(".*.tmp"))
+    assert (report.experience_records_added, report.dispatcher_updates_applied) == (1, 1)
+    assert report.experience_partial_line_dropped
+    assert reopened.node_ids() == {"n1", "n2", "n3"}
+    assert ExperiencePool(tmp_path / "experience.jsonl").node_ids() == {"n1", "n2", "n3"}
+    state = json.loads((tmp_path / "agents" / "dispatcher.json").read_text())
+    assert state["applied"] == ["n1", "n2", "n3"] and state["updates"]["agent-0"]["draft"] == 3
+    # Replaying is idempotent: a second resume changes nothing.
+    again = reconcile(tmp_path, journal, ExperiencePool(tmp_path / "experience.jsonl"),
+                      Dispatcher.open(["agent-0"], 0.3, 0.5, tmp_path / "agents" / "dispatcher.json"))
+    assert not again.repaired
+    assert [r["nodes"] for r in json.loads((tmp_path / "journal.json").read_text())["info"]["resumes"]] == [3, 3]
+
+
+def test_dispatcher_never_folds_a_node_in_twice(tmp_path):
+    dispatcher = Dispatcher(["a"], 0.0, 0.5, tmp_path / "d.json")
+    assert dispatcher.update("a", "draft", 1.0, "n1") == 1.0
+    assert dispatcher.update("a", "draft", 0.0, "n1") == 1.0
+    assert dispatcher.update("a", "draft", 0.0, "n2") == 0.5
+
+
+def test_read_run_info_names_the_file_and_the_fix(tmp_path):
+    with pytest.raises(RunDirectoryError, match=r"journal.json not found: .* is not a run directory"):
+        read_run_info(tmp_path)
+    (tmp_path / "journal.json").write_text('{"info": {"competition_id": "c"}, "nodes": []}')
+    with pytest.raises(RunDirectoryError, match="info has no config"):
+        read_run_info(tmp_path)
+    (tmp_path / "journal.json").write_text('{"info": {"competition_id": "c", "config": {"seed": "x"}}, "nodes": []}')
+    with pytest.raises(RunDirectoryError, match=r"info.config.seed"):
+        read_run_info(tmp_path)
+
+
+def test_resume_cli_rejects_a_folder_without_journal(tmp_path):
+    from swarm_evo.cli import main
+
+    assert main(["resume", str(tmp_path / "nothing")]) == 2
+    assert not (tmp_path / "nothing").exists()
+
+
+# ------------------------------------------------------------------ SIGKILL, end to end
+def _env(tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING")
+    return env
+
+
+def _launch(tmp_path: Path, kind: str, nth: int, args: list[str], random_kill: random.Random | None = None) -> int:
+    """Run the launcher; with ``random_kill``, SIGKILL it from outside at a random moment
+    (0-3 s) after its first new journal node, i.e. somewhere in the middle of a step."""
+    cmd = [sys.executable, str(LAUNCHER), kind, str(nth), "--", *args]
+    run_dir = Path(args[-1]) if args[0] == "resume" else Path(args[args.index("--run-dir") + 1])
+    before = len(_journal_ids(run_dir)) if (run_dir / "journal.json").exists() else 0
+    with open(tmp_path / "log.txt", "a") as log:
+        log.write(f"\n$ {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, env=_env(tmp_path), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        if random_kill is not None:
+            while proc.poll() is None and len(_journal_ids(run_dir)) <= before:
+                time.sleep(0.2)
+            time.sleep(random_kill.uniform(0.0, 3.0))
+            proc.send_signal(signal.SIGKILL)
+        try:
+            proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a hung run
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def _journal_ids(run_dir: Path) -> list[str]:
+    data = json.loads((run_dir / "journal.json").read_text())  # must always parse
+    nodes = data["nodes"]
+    assert [n["step"] for n in nodes] == list(range(1, len(nodes) + 1)), "steps are 1..N, no gap"
+    ids = [n["id"] for n in nodes]
+    assert len(set(ids)) == len(ids), "no node twice"
+    return ids
+
+
+@pytest.fixture(scope="module")
+def breast_cancer(tmp_path_factory) -> Path:
+    from swarm_evo.competition import prepare_competition
+
+    root = tmp_path_factory.mktemp("resume-data")
+    prepare_competition("sklearn-breast-cancer", None, root)
+    return root
+
+
+def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_path, breast_cancer):
+    run_dir = tmp_path / "run"
+    start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(breast_cancer),
+             "--max-steps", str(BUDGET), "--seed", "3", "--parallel-workers", "2", "--run-dir", str(run_dir)]
+    resume = ["resume", str(run_dir)]
+    kills = [
+        ("model", 7, start, None),    # during the 7th model call (two steps in flight)
+        ("exec", 3, resume, None),    # during a program execution
+        ("journal", 5, resume, None),  # half-way through writing the journal (2nd append)
+        ("none", 0, resume, random.Random(7)),  # from outside, at a random moment in a step
+    ]
+    history: list[list[str]] = []
+    for kind, nth, args, random_kill in kills:
+        code = _launch(tmp_path, kind, nth, args, random_kill)
+        log = (tmp_path / "log.txt").read_text()
+        if kind != "none":
+            assert code == -signal.SIGKILL, f"{kind}:{nth} did not kill the run (exit {code}):\n{log[-3000:]}"
+        ids = _journal_ids(run_dir)
+        for before in history:
+            assert ids[: len(before)] == before, "a kill never removes or reorders a journal node"
+        history.append(ids)
+        if kind == "journal":
+            assert list(run_dir.glob(".journal.json.*.tmp")), "the kill hit the journal write"
+        if code != -signal.SIGKILL:
+            break  # the run finished before the random kill
+    code = _launch(tmp_path, "none", 0, resume)
+    assert code == 0, (tmp_path / "log.txt").read_text()[-4000:]
+
+    ids = _journal_ids(run_dir)
+    assert len(ids) == BUDGET, "the final node count equals the budget"
+    for before in history:
+        assert ids[: len(before)] == before
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert len(journal["info"]["resumes"]) >= 3
+    interrupted = [n for r in journal["info"]["resumes"] for n in r["interrupted_nodes"]]
+    assert interrupted, "the steps in flight at the kills were redone"
+    assert not set(interrupted) & set(ids), "an interrupted step never becomes a node"
+    assert sorted(p.name for p in (run_dir / "nodes").iterdir()) == sorted(ids)
+    assert not list(run_dir.glob(".*.tmp"))
+    agent_nodes = [n["id"] for n in journal["nodes"] if n.get("agent_id")]
+    records = [json.loads(line)["node_id"] for line in (run_dir / "experience.jsonl").read_text().splitlines()]
+    assert sorted(records) == sorted(agent_nodes), "one experience record per node"
+    state = json.loads((run_dir / "agents" / "dispatcher.json").read_text())
+    assert sorted(state["applied"]) == sorted(agent_nodes), "the dispatcher saw each node once"
+    assert sum(sum(ops.values()) for ops in state["updates"].values()) == len(agent_nodes)
+    grade = json.loads((run_dir / "grade_report.json").read_text())
+    assert grade["valid_submission"] is True
+    # No program of the run outlived it.
+    time.sleep(1)
+    leftover = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
+    assert not leftover, f"processes of the run left behind: {leftover}"
