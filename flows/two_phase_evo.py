@@ -145,10 +145,10 @@ def two_phase_evo(
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
         resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
-            the competition or problem, data directory, configuration, model, seed, policy
-            and LLM block come from its journal, so those parameters must be left unset;
-            max_steps, time_limit, parallel_workers, executor, image, gpus and the blocks may
-            change. The budget, epochs, phase, valid pool, agents and experience pool
+            the competition or problem, configuration, model, seed, policy and LLM block come
+            from its journal, so those parameters must be left unset; data_dir (when the data
+            moved), max_steps, time_limit, parallel_workers, executor, image, gpus and the
+            blocks may change. The budget, epochs, phase, valid pool, agents and experience pool
             continue; steps that were in flight are redone.
 
     Returns:
@@ -157,13 +157,14 @@ def two_phase_evo(
     logger = get_run_logger()
     base = None
     if resume:
-        fixed = dict(competition_id=competition_id, problem=problem, data_dir=data_dir, run_dir=run_dir,
+        fixed = dict(competition_id=competition_id, problem=problem, run_dir=run_dir,
                      config_path=config_path, model=model, seed=seed, policy=policy)
         given = sorted(k for k, v in fixed.items() if v is not None)
         if given:
             raise ValueError(f"resume takes {', '.join(given)} from {resume}/journal.json: leave them unset")
         info = read_run_info(Path(resume))
-        competition_id, problem, data_dir, run_dir = info.competition_id, info.problem, info.data_dir, resume
+        competition_id, problem, run_dir = info.competition_id, info.problem, resume
+        data_dir = data_dir or info.data_dir  # the data may have moved (another machine or container)
         base, llm_block = info.config, llm_block or info.llm_block
     config, api_key = resolve_config(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,

@@ -204,3 +204,13 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     time.sleep(1)
     leftover = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
     assert not leftover, f"processes of the run left behind: {leftover}"
+
+
+def test_flow_resume_parameter_refuses_what_the_journal_fixes(prefect_server, tmp_path):
+    from flows.two_phase_evo import two_phase_evo
+
+    with pytest.raises(ValueError, match=r"resume takes competition_id, seed from .*journal.json: leave them unset"):
+        two_phase_evo(resume=str(tmp_path), competition_id="sklearn-iris", seed=1)
+    with pytest.raises(RunDirectoryError, match="not a run directory"):
+        two_phase_evo(resume=str(tmp_path / "missing"))
+    assert not (tmp_path / "missing").exists()
