@@ -87,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"swarm-evo: error: {message}", file=sys.stderr)
+    one_line = " ".join(str(message).split())  # bad input is one line, e.g. a multi-line YAML error
+    print(f"swarm-evo: error: {one_line}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

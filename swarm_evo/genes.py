@@ -70,12 +70,17 @@ def render_program(preamble: str, genes: dict[str, str], loci: Sequence[str] | N
     """Join a preamble and genes into a program, markers in ``loci`` order (default: genes' order).
 
     ``render_program(*split_program(code))`` returns ``code`` for any program whose markers
-    each start a line, appear once and
-    are written canonically with LF line ends.
+    each start a line and are written canonically (``marker(locus)`` followed by LF; a repeated
+    marker, which stays inside the preceding gene, may take any form), including a program
+    without markers. Not restored: non-canonical marker lines (spacing, CRLF) are rewritten
+    canonically, and a marker on the last line without a final LF gets one (its gene is "",
+    like a marker followed by LF). Property-tested in ``tests/test_properties.py``.
     """
     order = list(loci) if loci is not None else list(genes)
     parts = [preamble]
-    if preamble and not preamble.endswith("\n"):
+    # The LF that ends the preamble before the first marker; without markers the program is
+    # the preamble alone (issue 7: "abc" used to render as "abc\n").
+    if preamble and order and not preamble.endswith("\n"):
         parts.append("\n")
     for i, locus in enumerate(order):
         text = genes.get(locus, "")

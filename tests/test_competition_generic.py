@@ -83,3 +83,79 @@ def test_generic_missing_sample_submission(tmp_path):
     (comp / "prepared" / "public" / "sample_submission.csv").unlink()
     with pytest.raises(CompetitionError, match="sample_submission.csv not found"):
         load_competition("toy-regression", tmp_path)
+
+
+# ------------------------------------------------------------------ checks before a run (issue 7)
+def _error(tmp_path) -> str:
+    with pytest.raises(CompetitionError) as err:
+        load_competition("toy-regression", tmp_path)
+    message = str(err.value)
+    assert "\n" not in message, "bad-input messages are one line"
+    return message
+
+
+def test_configured_id_column_need_not_be_first(tmp_path):
+    config = yaml.safe_load(CONFIG)
+    config["dataset"]["id_column"] = "key"
+    comp = make_generic(tmp_path, yaml.safe_dump(config))
+    sample = comp / "prepared" / "public" / "sample_submission.csv"
+    pd.DataFrame({"value": [0.0, 0.0, 0.0], "key": ["a", "b", "c"]}).to_csv(sample, index=False)
+    loaded = load_competition("toy-regression", tmp_path)
+    assert loaded.id_column == "key" and loaded.target_columns == ["value"]
+
+
+def test_configured_id_column_missing_names_field_and_columns(tmp_path):
+    config = yaml.safe_load(CONFIG)
+    config["dataset"]["id_column"] = "row_id"
+    comp = make_generic(tmp_path, yaml.safe_dump(config))
+    message = _error(tmp_path)
+    assert str(comp / "prepared" / "public" / "sample_submission.csv") in message
+    assert "'row_id'" in message and "dataset.id_column" in message and "['key', 'value']" in message
+
+
+def test_answers_ids_compare_like_the_graders(tmp_path):
+    comp = make_generic(tmp_path)
+    pd.DataFrame({"key": [1, 2, 3], "value": [0.0] * 3}).to_csv(comp / "prepared/public/sample_submission.csv",
+                                                                 index=False)
+    pd.DataFrame({"key": [3.0, 1.0, 2.0], "value": [1.0] * 3}).to_csv(comp / "prepared/private/test.csv",
+                                                                       index=False)
+    assert load_competition("toy-regression", tmp_path).id_column == "key"  # 7.0 is id 7
+
+
+@pytest.mark.parametrize(
+    "answers, needles",
+    [
+        ({"key": ["a", "b", "b"], "value": [1.0] * 3}, ["1 id(s) of the sample submission missing (e.g. 'c')"]),
+        ({"key": ["a", "b", "c", "c"], "value": [1.0] * 4}, ["1 duplicated id(s)", "private answers"]),
+        ({"id": ["a", "b", "c"], "value": [1.0] * 3}, ["no id column 'key'", "columns found: ['id', 'value']"]),
+        ({"key": list("abcdefg"), "value": [1.0] * 7}, ["4 id(s) not in the sample submission (e.g. 'd', 'e', 'f', ...)"]),
+    ],
+)
+def test_answers_with_other_ids_name_file_counts_and_fix(tmp_path, answers, needles):
+    comp = make_generic(tmp_path)
+    pd.DataFrame(answers).to_csv(comp / "prepared/private/test.csv", index=False)
+    message = _error(tmp_path)
+    assert message.startswith(str(comp / "prepared/private/test.csv"))
+    assert "re-prepare" in message and "mlebench prepare -c toy-regression" in message
+    for needle in needles:
+        assert needle in message
+
+
+def test_duplicated_sample_ids(tmp_path):
+    comp = make_generic(tmp_path)
+    pd.DataFrame({"key": ["a", "a", "c"], "value": [0.0] * 3}).to_csv(comp / "prepared/public/sample_submission.csv",
+                                                                      index=False)
+    assert "1 duplicated id(s) in column 'key' of the sample submission (e.g. 'a')" in _error(tmp_path)
+
+
+def test_missing_answers_and_wrong_types_are_one_line(tmp_path):
+    comp = make_generic(tmp_path)
+    (comp / "prepared/private/test.csv").unlink()
+    message = _error(tmp_path)
+    assert message.startswith(f"{comp / 'prepared/private/test.csv'} not found (private answers)")
+    config = yaml.safe_load(CONFIG)
+    config["dataset"]["answers"] = ["a.csv", "b.csv"]
+    (comp / "config.yaml").write_text(yaml.safe_dump(config))
+    assert "field 'dataset.answers' must be a string" in _error(tmp_path)
+    (comp / "config.yaml").write_text("id: toy-regression\ngrader: [unclosed\n")
+    assert "invalid YAML" in _error(tmp_path)

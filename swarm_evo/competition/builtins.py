@@ -28,7 +28,10 @@ class BuiltinSpec(BaseModel):
 
     ``raw_files`` are the files ``prepare`` needs in ``--raw-dir``; ``sklearn_loader`` names
     a ``sklearn.datasets.load_*`` function for competitions that need no raw dir, and
-    ``sklearn_task`` how its target becomes answers/submission columns.
+    ``sklearn_task`` how its target becomes answers/submission columns. ``id_column`` is the
+    sample submission's id column and ``public_files``/``private_files`` the files
+    ``prepare.py`` writes to ``prepared/public`` and ``prepared/private`` (a run needs them all;
+    ``validate.py`` checks them before anything is written).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,6 +41,9 @@ class BuiltinSpec(BaseModel):
     competition_type: str = "simple"
     awards_medals: bool = False
     grader_name: str
+    id_column: str = "id"
+    public_files: tuple[str, ...] = ("train.csv", "test.csv", "sample_submission.csv")
+    private_files: tuple[str, ...] = ("test.csv",)
     raw_files: tuple[str, ...] = ()
     sklearn_loader: str | None = None
     sklearn_task: SklearnTask | None = None
@@ -55,6 +61,7 @@ BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
             id="spaceship-titanic",
             name="Spaceship Titanic",
             grader_name="accuracy",
+            id_column="PassengerId",
             raw_files=("train.csv",),
         ),
         BuiltinSpec(
@@ -67,6 +74,7 @@ BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
             id="house-prices",
             name="House Prices - Advanced Regression Techniques",
             grader_name="root-mean-squared-log-error",
+            id_column="Id",
             raw_files=("train.csv",),
         ),
         BuiltinSpec(

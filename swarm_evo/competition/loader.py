@@ -15,7 +15,13 @@ config.yaml`` there for data prepared by ``mlebench prepare``)::
       name: accuracy
 
 Other MLE-bench keys (prizes, description, grader.grade_fn, preparer, prepare_fn, ...) are
-accepted and ignored.
+accepted and ignored. swarm-evo adds one optional key, ``dataset.id_column`` (default: the
+sample submission's first column).
+
+Before returning, ``load_competition`` checks the folder (``validate.py``): the files the
+competition needs exist, the sample submission has the id column, the private answers have
+exactly its ids. Every error is a one-line ``CompetitionError`` naming the file or field and
+the fix.
 """
 
 from __future__ import annotations
@@ -24,13 +30,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from .builtins import BUILTIN_COMPETITIONS
 from .errors import CompetitionError
 from .graders import get_grader
 from .model import Competition
+from .validate import (
+    check_answer_ids,
+    check_files,
+    check_id_column,
+    one_line,
+    read_header,
+)
 
 
 def embedded_description(competition_id: str) -> str:
@@ -54,24 +66,21 @@ def prepare_hint(competition_id: str, data_dir: Path) -> str:
     return f"run `swarm-evo prepare {competition_id}{raw} --data-dir {data_dir}`"
 
 
-def _read_sample_header(path: Path) -> list[str]:
-    try:
-        columns = list(pd.read_csv(path, nrows=0).columns)
-    except Exception as exc:  # noqa: BLE001 - reported with the path
-        raise CompetitionError(f"{path}: cannot read sample submission CSV ({exc})") from exc
+def _read_sample_header(path: Path, fix: str) -> list[str]:
+    columns = read_header(path, "sample submission")
     if len(columns) < 2:
-        raise CompetitionError(
+        raise CompetitionError(one_line(
             f"{path}: sample submission needs an id column and at least one target column, "
-            f"found {columns}"
-        )
-    return [str(c) for c in columns]
+            f"columns found: {columns}: {fix}"
+        ))
+    return columns
 
 
 def _read_config(path: Path, competition_id: str) -> dict[str, Any]:
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise CompetitionError(f"{path}: invalid YAML ({exc})") from exc
+        raise CompetitionError(one_line(f"{path}: invalid YAML ({exc})")) from exc
     if not isinstance(config, dict):
         raise CompetitionError(f"{path}: expected a mapping of MLE-bench config fields")
 
@@ -83,6 +92,14 @@ def _read_config(path: Path, competition_id: str) -> dict[str, Any]:
                 raise CompetitionError(f"{path}: missing required field '{field}'")
             node = node[key]
         return node
+
+    def need_text(*keys: str) -> str:
+        value = need(*keys)
+        if not isinstance(value, str):
+            raise CompetitionError(
+                one_line(f"{path}: field '{'.'.join(keys)}' must be a string, got {value!r}")
+            )
+        return value
 
     cfg_id = str(need("id"))
     if cfg_id != competition_id:
@@ -97,9 +114,10 @@ def _read_config(path: Path, competition_id: str) -> dict[str, Any]:
         "name": str(config.get("name") or competition_id),
         "competition_type": str(config.get("competition_type") or "simple"),
         "awards_medals": awards,
-        "answers": str(need("dataset", "answers")),
-        "sample_submission": str(need("dataset", "sample_submission")),
-        "grader_name": str(need("grader", "name")),
+        "answers": need_text("dataset", "answers"),
+        "sample_submission": need_text("dataset", "sample_submission"),
+        "grader_name": need_text("grader", "name"),
+        "id_column": need_text("dataset", "id_column") if config["dataset"].get("id_column") is not None else None,
     }
 
 
@@ -112,10 +130,18 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         data_dir: the folder holding ``<id>/prepared/...`` (e.g. ``data`` or
             ``~/.cache/mle-bench/data``).
 
-    The id column is the sample submission's first column, the target columns the rest;
-    the description is ``prepared/public/description.md`` ("" if absent; the embedded
-    description for built-ins). Raises ``CompetitionError`` naming the missing/invalid
-    file or field (answers are not read here, only by grading).
+    The id column is the built-in's ``id_column``, the config's ``dataset.id_column`` or else
+    the sample submission's first column; the target columns are the sample submission's
+    other columns, in file order. The description is ``prepared/public/description.md`` (""
+    if absent; the embedded description for built-ins).
+
+    Raises:
+        CompetitionError: one line naming the file or field at fault and the fix: unknown id,
+            missing or invalid config.yaml (fields, types, unknown ``grader.name``), a missing
+            file (built-ins: ``BuiltinSpec.public_files``/``private_files``; generic: the
+            config's sample submission and answers), a sample submission without the id
+            column, or private answers whose ids differ from the sample submission's (the
+            checks of ``validate.py``; only the id columns are read).
     """
     data_dir = Path(data_dir).expanduser()
     comp_dir = data_dir / competition_id
@@ -123,6 +149,7 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
     config_path = comp_dir / "config.yaml"
     public_dir = comp_dir / "prepared" / "public"
     private_dir = comp_dir / "prepared" / "private"
+    hint = prepare_hint(competition_id, data_dir)
 
     if spec is not None:
         fields = {
@@ -133,13 +160,17 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         }
         answers_path = private_dir / "test.csv"
         sample_path = public_dir / "sample_submission.csv"
+        required = [(public_dir / name, _role(name, "public")) for name in spec.public_files]
+        required += [(private_dir / name, _role(name, "private")) for name in spec.private_files]
+        id_column: str | None = spec.id_column
+        id_field = f"the id column of built-in {competition_id}"
+        id_fix = f"re-prepare it: {hint}"
     else:
         if not config_path.is_file():
             if not comp_dir.is_dir():
                 raise CompetitionError(
                     f"unknown competition {competition_id!r}: not built-in (built-ins: "
-                    f"{sorted(BUILTIN_COMPETITIONS)}) and {comp_dir} not found; "
-                    f"{prepare_hint(competition_id, data_dir)}"
+                    f"{sorted(BUILTIN_COMPETITIONS)}) and {comp_dir} not found; {hint}"
                 )
             raise CompetitionError(
                 f"{config_path} not found: {competition_id!r} is not built-in, so it needs "
@@ -153,20 +184,22 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
             get_grader(cfg["grader_name"])
         except CompetitionError as exc:
             raise CompetitionError(f"{config_path}: field 'grader.name': {exc}") from None
+        required = [(sample_path, "sample submission"), (answers_path, "private answers")]
+        id_column = cfg["id_column"]
+        id_field = f"field 'dataset.id_column' of {config_path}"
+        id_fix = f"set dataset.id_column in {config_path} to the id column, or fix the file"
 
     if not public_dir.is_dir():
-        raise CompetitionError(
-            f"{public_dir} not found: {prepare_hint(competition_id, data_dir)}"
-        )
-    if not sample_path.is_file():
-        raise CompetitionError(
-            f"{sample_path} not found (sample submission): "
-            f"{prepare_hint(competition_id, data_dir)}"
-        )
-    columns = _read_sample_header(sample_path)
+        raise CompetitionError(f"{public_dir} not found: {hint}")
+    check_files(required, hint)
+    columns = _read_sample_header(sample_path, id_fix if spec is not None else hint)
+    if id_column is None:
+        id_column = columns[0]
+    check_id_column(sample_path, columns, id_column, id_field, id_fix)
+    check_answer_ids(answers_path, sample_path, id_column, f"re-prepare the competition: {hint}")
     description_path = public_dir / "description.md"
     if description_path.is_file():
-        description = description_path.read_text(encoding="utf-8")
+        description = description_path.read_text(encoding="utf-8", errors="replace")
     else:
         description = embedded_description(competition_id) if spec is not None else ""
     leaderboard = comp_dir / "leaderboard.csv"
@@ -179,10 +212,21 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         answers_path=answers_path,
         sample_submission_path=sample_path,
         description=description,
-        id_column=columns[0],
-        target_columns=columns[1:],
+        id_column=id_column,
+        target_columns=[c for c in columns if c != id_column],
         leaderboard_path=leaderboard if leaderboard.is_file() else None,
     )
+
+
+def _role(name: str, side: str) -> str:
+    """How an error message calls a prepared file, e.g. ``"public training data"``."""
+    if side == "private":
+        return "private answers" if name == "test.csv" else f"private {name}"
+    return {
+        "train.csv": "public training data",
+        "test.csv": "public test data",
+        "sample_submission.csv": "sample submission",
+    }.get(name, f"public {name}")
 
 
 def _resolve(data_dir: Path, relative: str) -> Path:

@@ -1,0 +1,193 @@
+"""Bad input (issue 7): each case is one line on stderr naming the file or field and the fix,
+exit code 2, and nothing written (no run directory, no ``runs/``, data folder unchanged).
+
+Every case runs the real CLI in a subprocess with cwd = ``tmp_path``; the whole of
+``tmp_path`` (data folder, config files, the would-be run directory) is snapshotted (paths,
+sizes, mtimes) before and compared after. Bad input must fail before the Prefect flow
+starts, so each case costs only the CLI's imports (~3-5 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from swarm_evo.competition import prepare_competition
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+COMP = "sklearn-diabetes"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    """A data folder with sklearn-diabetes prepared (no raw data needed)."""
+    root = tmp_path_factory.mktemp("prepared")
+    prepare_competition(COMP, None, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def prefect_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("prefect-home")
+
+
+@pytest.fixture
+def data(prepared, tmp_path) -> Path:
+    """A private copy of the prepared data folder, to break one thing in."""
+    target = tmp_path / "data"
+    shutil.copytree(prepared, target)
+    return target
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` (files and folders) with (size, mtime_ns)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        st = path.stat()
+        out[str(path.relative_to(root))] = (st.st_size if path.is_file() else 0, st.st_mtime_ns)
+    return out
+
+
+def run_cli(cwd: Path, prefect_home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(
+        PREFECT_HOME=str(prefect_home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    env.pop("PREFECT_API_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "swarm_evo.cli", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
+    )
+
+
+def assert_bad_input(cwd: Path, prefect_home: Path, args: list[str], *needles: str) -> str:
+    """Run the CLI; assert exit 2, one stderr line naming ``needles``, nothing written."""
+    before = snapshot(cwd)
+    proc = run_cli(cwd, prefect_home, *args)
+    err = proc.stderr
+    assert proc.returncode == 2, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {err}"
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith("\n"), f"not one line: {err!r}"
+    line = lines[0]
+    assert line.startswith("swarm-evo: error: "), line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    assert proc.stdout == "", f"nothing printed before the error: {proc.stdout!r}"
+    assert snapshot(cwd) == before, "bad input wrote or touched files"
+    assert not (cwd / "runs").exists() and not (cwd / "R").exists()
+    print(line)  # shown by pytest -rP
+    return line
+
+
+def run_args(data: Path, *extra: str, competition: str = COMP) -> list[str]:
+    return ["run", "--competition-id", competition, "--data-dir", str(data), "--run-dir", "R",
+            "--max-steps", "1", *extra]
+
+
+# ----------------------------------------------------------------------------- competition files
+def test_missing_public_file(data, tmp_path, prefect_home):
+    missing = data / COMP / "prepared" / "public" / "train.csv"
+    missing.unlink()
+    assert_bad_input(tmp_path, prefect_home, run_args(data), str(missing),
+                     f"swarm-evo prepare {COMP} --data-dir {data}")
+
+
+def test_missing_private_answers(data, tmp_path, prefect_home):
+    missing = data / COMP / "prepared" / "private" / "test.csv"
+    missing.unlink()
+    assert_bad_input(tmp_path, prefect_home, run_args(data), str(missing), "private answers",
+                     f"swarm-evo prepare {COMP} --data-dir {data}")
+
+
+def test_sample_submission_without_id_column(data, tmp_path, prefect_home):
+    sample = data / COMP / "prepared" / "public" / "sample_submission.csv"
+    pd.read_csv(sample).rename(columns={"id": "row"}).to_csv(sample, index=False)
+    line = assert_bad_input(tmp_path, prefect_home, run_args(data), str(sample), "'id'",
+                            "['row', 'target']", "swarm-evo prepare")
+    assert "columns found" in line
+
+
+def test_answers_with_other_ids(data, tmp_path, prefect_home):
+    answers = data / COMP / "prepared" / "private" / "test.csv"
+    frame = pd.read_csv(answers)
+    frame.loc[:3, "id"] = [9001, 9002, 9003, 9004]  # 4 ids replaced: 4 missing, 4 extra
+    frame.to_csv(answers, index=False)
+    line = assert_bad_input(tmp_path, prefect_home, run_args(data), str(answers),
+                            "4 id(s) of the sample submission missing", "4 id(s) not in the sample submission",
+                            "'9001', '9002', '9003', ...", "re-prepare", "swarm-evo prepare")
+    assert "9004" not in line, "3 examples each"
+
+
+# ---------------------------------------------------------------------------- config.yaml / names
+def test_unknown_grader_name(data, tmp_path, prefect_home):
+    config = data / COMP / "config.yaml"
+    generic = data / "my-diabetes"
+    shutil.copytree(data / COMP, generic)  # same files under an id that is not built in
+    cfg = yaml.safe_load(config.read_text())
+    cfg.update(id="my-diabetes", grader={"name": "kappa-42"})
+    cfg["dataset"] = {"answers": "my-diabetes/prepared/private/test.csv",
+                      "sample_submission": "my-diabetes/prepared/public/sample_submission.csv"}
+    (generic / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert_bad_input(tmp_path, prefect_home, run_args(data, competition="my-diabetes"),
+                     str(generic / "config.yaml"), "'grader.name'", "'kappa-42'", "accuracy")
+
+
+def test_unknown_competition(data, tmp_path, prefect_home):
+    assert_bad_input(tmp_path, prefect_home, run_args(data, competition="no-such-comp"),
+                     "'no-such-comp'", "not built-in", "config.yaml")
+
+
+def test_run_config_unknown_key(data, tmp_path, prefect_home):
+    (tmp_path / "bad.yaml").write_text("search:\n  max_stepz: 3\n")
+    assert_bad_input(tmp_path, prefect_home, run_args(data, "--config", "bad.yaml"),
+                     "bad.yaml", "search.max_stepz", "remove it")
+
+
+def test_run_config_wrong_type(data, tmp_path, prefect_home):
+    (tmp_path / "bad.yaml").write_text("search:\n  max_steps: many\n")
+    assert_bad_input(tmp_path, prefect_home, run_args(data, "--config", "bad.yaml"),
+                     "bad.yaml", "search.max_steps", "'many'")
+
+
+def test_unknown_model(data, tmp_path, prefect_home):
+    assert_bad_input(tmp_path, prefect_home, run_args(data, "--model", "nosuch/model-x"),
+                     "'nosuch/model-x'", "offline")
+
+
+# ------------------------------------------------------------------------ run directory, problems
+def test_run_dir_of_another_competition(data, tmp_path, prefect_home):
+    run_dir = tmp_path / "R"
+    run_dir.mkdir()
+    journal = run_dir / "journal.json"
+    journal.write_text(json.dumps({"info": {"competition_id": "sklearn-wine"}, "nodes": []}))
+    content = journal.read_bytes()
+    before = snapshot(tmp_path)
+    proc = run_cli(tmp_path, prefect_home, *run_args(data))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("swarm-evo: error: "), proc.stderr
+    assert "R/journal.json" in lines[0] and "choose another --run-dir" in lines[0]
+    assert "sklearn-wine" in lines[0]
+    print(lines[0])
+    assert journal.read_bytes() == content and snapshot(tmp_path) == before
+    assert not (tmp_path / "runs").exists()
+
+
+def test_problem_folder_missing_file(tmp_path, prefect_home):
+    problem = tmp_path / "sum-squares"
+    shutil.copytree(FIXTURES / "problems" / "sum-squares", problem)
+    (problem / "initial.py").unlink()
+    assert_bad_input(tmp_path, prefect_home,
+                     ["run", "--problem", str(problem), "--run-dir", "R", "--max-steps", "1"],
+                     "initial.py", str(problem))
