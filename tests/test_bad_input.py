@@ -1,14 +1,16 @@
 """Bad input (issue 7): each case is one line on stderr naming the file or field and the fix,
 exit code 2, and nothing written (no run directory, no ``runs/``, data folder unchanged).
 
-Every case runs the real CLI in a subprocess with cwd = ``tmp_path``; the whole of
-``tmp_path`` (data folder, config files, the would-be run directory) is snapshotted (paths,
-sizes, mtimes) before and compared after. Bad input must fail before the Prefect flow
-starts, so each case costs only the CLI's imports (~3-5 s).
+Every case runs the CLI's ``main`` with cwd = ``tmp_path`` (one case, and the run-directory
+case, as a real subprocess: its exit status is 2); the whole of ``tmp_path`` (data folder,
+config files, the would-be run directory) is snapshotted (paths, sizes, mtimes) before and
+compared after. Bad input must fail before the Prefect flow starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -56,7 +58,15 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def run_cli(cwd: Path, prefect_home: Path, *args: str) -> subprocess.CompletedProcess:
+def run_cli(cwd: Path, prefect_home: Path, *args: str, in_process: bool = True) -> subprocess.CompletedProcess:
+    """The CLI on ``args`` in ``cwd``: ``main()`` in this process, or a subprocess."""
+    if in_process:
+        from swarm_evo.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
     env = dict(os.environ)
     env.update(
         PREFECT_HOME=str(prefect_home),
@@ -71,10 +81,10 @@ def run_cli(cwd: Path, prefect_home: Path, *args: str) -> subprocess.CompletedPr
     )
 
 
-def assert_bad_input(cwd: Path, prefect_home: Path, args: list[str], *needles: str) -> str:
+def assert_bad_input(cwd: Path, prefect_home: Path, args: list[str], *needles: str, in_process: bool = True) -> str:
     """Run the CLI; assert exit 2, one stderr line naming ``needles``, nothing written."""
     before = snapshot(cwd)
-    proc = run_cli(cwd, prefect_home, *args)
+    proc = run_cli(cwd, prefect_home, *args, in_process=in_process)
     err = proc.stderr
     assert proc.returncode == 2, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {err}"
     lines = err.splitlines()
@@ -100,7 +110,7 @@ def test_missing_public_file(data, tmp_path, prefect_home):
     missing = data / COMP / "prepared" / "public" / "train.csv"
     missing.unlink()
     assert_bad_input(tmp_path, prefect_home, run_args(data), str(missing),
-                     f"swarm-evo prepare {COMP} --data-dir {data}")
+                     f"swarm-evo prepare {COMP} --data-dir {data}", in_process=False)
 
 
 def test_missing_private_answers(data, tmp_path, prefect_home):
@@ -173,7 +183,7 @@ def test_run_dir_of_another_competition(data, tmp_path, prefect_home):
     journal.write_text(json.dumps({"info": {"competition_id": "sklearn-wine"}, "nodes": []}))
     content = journal.read_bytes()
     before = snapshot(tmp_path)
-    proc = run_cli(tmp_path, prefect_home, *run_args(data))
+    proc = run_cli(tmp_path, prefect_home, *run_args(data), in_process=False)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("swarm-evo: error: "), proc.stderr
