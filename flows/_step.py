@@ -8,7 +8,7 @@ from typing import Callable
 from prefect import get_run_logger
 from prefect.states import Completed, State
 
-from flows.debug_attempt import debug_attempt
+from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt, run_debug_chain
 from swarm_evo.node import Node, new_node_id
@@ -17,7 +17,7 @@ from tasks.artifacts import update_progress
 from tasks.execute import execute
 from tasks.generate import generate
 from tasks.persist import append_node
-from tasks.review import review
+from tasks.review import review_or_facts
 
 
 def _outcome(node: Node) -> dict | State:
@@ -46,27 +46,35 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     try:
         generated = generate(run_dir, node_id, request)
     except Exception as exc:  # retries for transient errors already ran inside the task
-        logger.warning("generation failed for slot %s: %s", slot, exc)
+        # GenerationError or a model error after its retries: a dead node, counted in the budget
+        logger.warning("generation failed for slot %s (%s): %s", slot, type(exc).__name__, exc)
         node = steps.failed_generation_node(session, node_id, request, exc, epoch, time.perf_counter() - started)
         append_node(run_dir, node, request)
         update_progress(run_dir)
         return _outcome(node)
     first = execute(run_dir, node_id, generated.code, 0, generated.plan)
 
+    last_run = [first]  # the last attempt whose program ran: what the next fix works on
+
     def attempt_fn(n: int, previous: Attempt) -> Attempt:
-        return debug_attempt(
+        # after an attempt whose generation failed (no program), debug the last program that ran
+        base = last_run[-1] if generation_failed(previous) else previous
+        result = debug_attempt(
             run_dir=run_dir,
             node_id=node_id,
             slot=slot,
             attempt=n,
-            previous_code=previous.code,
-            previous_term_out=previous.result.term_out,
-            previous_exc_type=previous.result.exc_type,
-            previous_problems=previous.problems,
+            previous_code=base.code,
+            previous_term_out=base.result.term_out,
+            previous_exc_type=base.result.exc_type,
+            previous_problems=base.problems,
         )
+        if not generation_failed(result):
+            last_run.append(result)
+        return result
 
     chain = run_debug_chain(first, session.config.search.debug_max_attempts, attempt_fn)
-    outcome, review_usage = review(run_dir, node_id, slot, chain.final)
+    outcome, review_usage = review_or_facts(run_dir, node_id, slot, chain.final)
     node = steps.assemble_node(
         session, node_id, request, generated, chain, outcome, review_usage, epoch, time.perf_counter() - started
     )

@@ -1,7 +1,8 @@
 """debug_attempt: one link of the chained debug, its own subflow run (SPEC §6).
 
 Its parameters carry the previous attempt's code and error output, so attempt n visibly
-works on attempt n−1's result in the Prefect UI. Prefect ``retries`` would re-run it with the
+works on attempt n−1's result in the Prefect UI (after an attempt whose fix could not be
+generated, on the last attempt that ran). Prefect ``retries`` would re-run it with the
 same parameters, which is why the chain is a loop of subflow runs and not a retry.
 """
 
@@ -11,9 +12,20 @@ from prefect import flow, runtime
 
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.client import GenerationError
+from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
 from tasks.execute import execute
 from tasks.generate import generate_debug
+
+NO_PROGRAM = "GenerationError"
+"""exc_type of an attempt whose fix could not be generated (its program is the previous one)."""
+
+
+def generation_failed(attempt: Attempt) -> bool:
+    """True for an attempt made by :func:`debug_attempt` when its generation failed for good:
+    exc_type ``GenerationError`` and no execution (``exit_code`` None, ``exec_time`` 0)."""
+    result = attempt.result
+    return result.exc_type == NO_PROGRAM and result.exit_code is None and not result.exec_time
 
 
 def _run_name() -> str:
@@ -34,21 +46,26 @@ def debug_attempt(
 ) -> Attempt:
     """Ask for a minimal fix of ``previous_code`` given its output, then execute the fix.
 
-    A reply without code keeps the previous program and counts as a failed attempt.
+    A generation that fails for good (a reply without code after its re-ask, or a model
+    error after its retries) keeps the previous program and counts as a failed attempt with
+    exc_type ``GenerationError`` (:func:`generation_failed`); the chain goes on, and the next
+    attempt works on the last program that ran (flows/_step.py).
     """
     try:
         fix = generate_debug(
             run_dir, node_id, slot, attempt, previous_code, previous_term_out, previous_exc_type, previous_problems
         )
-    except GenerationError as exc:
-        message = f"debug attempt {attempt} produced no program: {exc}"
+    except Exception as exc:  # GenerationError, or a litellm error after the task's retries
+        error = exc if isinstance(exc, GenerationError) else f"{type(exc).__name__}: {exc}"
+        message = f"debug attempt {attempt} produced no program: {error}"
         return Attempt(
             attempt=attempt,
             code=previous_code,
             result=ExecutionResult(
-                stdout="", stderr=message, term_out=message, exit_code=None, exc_type="GenerationError",
-                exc_info=str(exc), exec_time=0.0, timed_out=False, output_truncated=False,
+                stdout="", stderr=message, term_out=message, exit_code=None, exc_type=NO_PROGRAM,
+                exc_info=str(error)[:2000], exec_time=0.0, timed_out=False, output_truncated=False,
             ),
             problems=[message],
+            usage=getattr(exc, "usage", None) or LLMUsage(),
         )
     return execute(run_dir, node_id, fix.code, attempt, fix.plan, fix.usage)

@@ -203,7 +203,10 @@ def two_phase_evo(
     if session.objective.kind == "problem":
         initial = evaluate_initial_program(key)
         logger.info("initial program: combined_score %s (correct %s)", initial.get("combined_score"), initial.get("correct"))
-        write_auxiliary_metrics(key)  # a continued run keeps its file (no model call)
+        try:
+            write_auxiliary_metrics(key)  # a continued run keeps its file (no model call)
+        except Exception as exc:  # transient model errors that outlived the task's retries
+            logger.warning("no dynamic auxiliary metrics (%s: %s); the run goes on", type(exc).__name__, exc)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
     if policy == "two_phase":

@@ -21,7 +21,9 @@ Prefect layer also publishes it as an artifact.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +37,13 @@ from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
 
 EVOLUTIONS_DIR = "agent_evolutions"
+
+log = logging.getLogger(__name__)
+
+AskFn = Callable[[str, dict], "tuple[dict | None, LLMUsage, str | None]"]
+"""``ask(prompt, ctx) -> (arguments, usage, error)``: the forced ``submit_agent_texts`` call
+(:func:`swarm_evo.llm.client.complete_review` with :data:`AGENT_TEXTS_TOOL`); the Prefect
+layer passes one that retries transient errors (tasks/agents.py)."""
 
 AGENT_TEXTS_TOOL: dict = {
     "type": "function",
@@ -217,15 +226,15 @@ def _valid_texts(args: dict | None) -> tuple[dict[str, str] | None, str | None]:
     return {k: args[k].strip() for k in TEXT_KINDS}, None
 
 
-def evolve_agents(session: RunSession, epoch: int) -> EvolutionRecord | None:
+def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> EvolutionRecord | None:
     """Run an agent evolution after global epoch ``epoch`` if it is due; return its record.
 
     Writes ``RUN_DIR/agent_evolutions/evolution-<k>.json`` and the rendered prompts
     ``evolution-<k>/prompt-<agent>.md``; rewrites the weak agents' texts in the run directory.
-    A weak agent whose reply is unusable keeps its texts (the record says why).
-
-    Raises:
-        litellm exceptions: transient model errors (the Prefect task retries them).
+    A weak agent whose reply is unusable keeps its texts (the record says why), and so does
+    one whose call raised (a failing model, issue 7: ``error`` = ``"the model failed:
+    <class>: <text>"``, logged as a warning): a failing model never fails the evolution.
+    ``ask`` (see :data:`AskFn`) defaults to one direct :func:`complete_review` call.
     """
     from swarm_evo.steps import offline_context  # steps imports this module's peers
 
@@ -252,7 +261,16 @@ def evolve_agents(session: RunSession, epoch: int) -> EvolutionRecord | None:
         atomic_write_text(folder / f"evolution-{index}" / f"prompt-{agent_id}.md", prompt)
         ctx = offline_context(session, "evolve_agent", f"evolution{index}:{agent_id}")
         ctx.update(view, generation=agent.generation + 1)
-        args, call_usage, error = complete_review(session.endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+        try:
+            if ask is None:
+                args, call_usage, error = complete_review(session.endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+            else:
+                args, call_usage, error = ask(prompt, ctx)
+        except Exception as exc:  # a model error after its retries: this agent keeps its texts
+            log.warning("agent evolution %s: the model failed for %s (%s: %s); its texts stay",
+                        index, agent_id, type(exc).__name__, exc)
+            args, call_usage = None, getattr(exc, "usage", None) or LLMUsage()
+            error = f"the model failed: {type(exc).__name__}: {exc}"[:2000]
         usage = usage.add(call_usage)
         texts, problem = _valid_texts(args) if error is None else (None, error)
         rewrite = Rewrite(agent_id=agent_id, elite_id=elite_id, stats=stats[agent_id], old_texts=agent.texts,

@@ -67,6 +67,21 @@ class ModelConfig(_Section):
     num_retries: int = Field(2, ge=0, description="litellm retries for transient errors.")
     fault_rate: float = Field(0.2, ge=0, le=1, description="Offline model: chance of a planted bug.")
     repair_rate: float = Field(0.8, ge=0, le=1, description="Offline model: chance a debug repairs it.")
+    injected_failure_rate: float = Field(
+        0.0, ge=0, le=1,
+        description="Offline model only, for reliability testing: chance that a call fails on purpose "
+        "(timeout, 429, 5xx, a reply without code, invalid tool-call JSON or an empty reply; "
+        "swarm_evo/llm/offline/failures.py).",
+    )
+
+    @model_validator(mode="after")
+    def _injection_needs_offline(self) -> "ModelConfig":
+        if self.injected_failure_rate and not (self.name == "offline" or self.name.startswith("offline/")):
+            raise ValueError(
+                f"injected_failure_rate applies to the offline model only (model.name is {self.name!r}): "
+                "set model.injected_failure_rate to 0, or model.name to offline"
+            )
+        return self
 
 
 class SandboxConfig(_Section):

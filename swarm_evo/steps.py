@@ -515,7 +515,17 @@ def assemble_node(
 def failed_generation_node(
     session: RunSession, node_id: str, request: OperationRequest, error: BaseException, epoch: int, wall_seconds: float
 ) -> Node:
-    """A dead node for a step whose generation failed for good (counted in the budget)."""
+    """A dead node for a step whose generation failed for good (counted in the budget).
+
+    ``exc_type`` is always ``"GenerationError"`` (issue 7: whatever the last error was, a bad
+    reply or a model error such as ``RateLimitError`` after its retries); ``exc_info`` is
+    ``"<error class>: <error text>"`` (at most 2,000 characters);
+    ``metadata.generation_error`` = ``{"type": <error class>, "transient": bool}`` where
+    transient means one of ``TRANSIENT_ERRORS``; ``llm_usage`` is what the failed calls cost
+    when the error carries it (GenerationError.usage), else zero.
+    """
+    from swarm_evo.llm.client import TRANSIENT_ERRORS
+
     return Node(
         id=node_id,
         parent_id=request.parent_id,
@@ -528,7 +538,12 @@ def failed_generation_node(
         is_buggy=True,
         dead=True,
         agent_id=request.agent_id,
-        metadata={**request.metadata, "timings": {"wall": round(wall_seconds, 3)}},
+        llm_usage=getattr(error, "usage", None) or LLMUsage(),
+        metadata={
+            **request.metadata,
+            "generation_error": {"type": type(error).__name__, "transient": isinstance(error, TRANSIENT_ERRORS)},
+            "timings": {"wall": round(wall_seconds, 3)},
+        },
     )
 
 
@@ -543,7 +558,7 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     session.budget.commit(request.slot)
     release_request(session, request)
     if node.agent_id:
-        session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"])
+        session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
         session.experience.add(record_for(node, node.metadata["quality"]))
     return node
 
@@ -592,12 +607,17 @@ def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
     is reported there and never fails an evaluation. The record (plan, trial metrics or
     error) goes to ``RUN_DIR/auxiliary_metrics.json``; an existing file is kept.
 
+    A model that fails for good with anything but a transient error (GenerationError: no
+    code after the re-ask; e.g. litellm.BadRequestError) gives a record with ``written``
+    false and the error; the run goes on without dynamic auxiliary metrics.
+
     Raises:
-        litellm exceptions: transient model errors (the Prefect task retries them).
+        litellm exceptions: transient model errors (``TRANSIENT_ERRORS``; the Prefect task
+            retries them, the caller goes on without the file when they persist).
     """
     from swarm_evo.evaluation import load_program_output, run_auxiliary
     from swarm_evo.evaluation.auxiliary_writer import describe_output
-    from swarm_evo.llm.client import GenerationError
+    from swarm_evo.llm.client import TRANSIENT_ERRORS
     from swarm_evo.objective.problem import AUXILIARY_TIMEOUT, INITIAL_DIR, RESULTS_DIR
 
     objective = session.objective
@@ -614,8 +634,10 @@ def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
     record: dict[str, Any] = {"file": str(objective.auxiliary_path), "sample_output": sample}
     try:
         reply = complete_code(session.endpoint, prompt, ctx)
-    except GenerationError as exc:
-        record.update(written=False, error=f"GenerationError: {exc}")
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception as exc:  # GenerationError, or a model error that a retry would not cure
+        record.update(written=False, error=f"{type(exc).__name__}: {exc}"[:2000])
     else:
         atomic_write_text(objective.auxiliary_path, reply.code)
         metrics, _, error = run_auxiliary(session.sandbox, objective.auxiliary_path, initial_results,

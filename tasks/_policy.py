@@ -1,4 +1,31 @@
-"""Retry policy shared by the tasks: Prefect retries only transient errors (SPEC §6)."""
+"""Retry policy shared by the tasks: Prefect retries only transient errors (SPEC §6).
+
+Failing models (issue 7), layer by layer, for every LLM call (generate, generate-debug, review,
+evolve-agents, write-auxiliary-metrics):
+
+1. litellm ``num_retries`` (``model.num_retries``, default 2): litellm re-calls at once on any
+   ``openai.APIError`` (timeouts, 429, 5xx, but also 401/400) with no wait between calls
+   (its default ``constant_retry``; checked by running litellm 1.106.2, also for the offline
+   custom provider). It absorbs a blip; it is not a backoff.
+2. Prefect task retries (:data:`LLM_RETRY`): a task whose call still failed with a transient
+   error (:data:`swarm_evo.llm.client.TRANSIENT_ERRORS`: timeout, rate limit, connection,
+   500, 502, 503) runs again after about 2, 10 and 30 s (:data:`RETRY_DELAYS`, each drawn at
+   random around its value and at most 1.5 times it: ``retry_jitter_factor``
+   :data:`RETRY_JITTER`) so parallel steps do not hit a rate-limited API in step; other
+   errors are not retried (:func:`retry_on_transient`). Tests shorten the delays with
+   ``task.with_options(retry_delay_seconds=0)``.
+3. A bad reply (no code block, an empty reply, no tool call, tool-call arguments that are not
+   a JSON object) is not an exception to retry: the client re-asks once with a reminder
+   (:data:`swarm_evo.llm.client.BAD_REPLY_REASKS`); a re-ask at temperature > 0 usually
+   complies. A code reply still bad raises ``GenerationError`` (never retried by Prefect:
+   the same prompt would cost the same again); a tool call still bad returns its error.
+4. What fails for good never fails the run: a step's generation becomes a dead node with
+   exc_type ``GenerationError`` and the error text, counted in the budget
+   (flows/_step.py, :func:`swarm_evo.steps.failed_generation_node`); a debug attempt's
+   generation becomes a failed attempt and the chain goes on (flows/debug_attempt.py); the
+   review falls back to the deterministic facts (tasks/review.py); an agent evolution keeps
+   the agent's texts and records the error (swarm_evo/agent_evolution.py).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +36,9 @@ from swarm_evo.sandbox import SandboxError, SandboxUnavailableError
 
 RETRY_DELAYS = [2, 10, 30]
 """Seconds between task retries (backoff) for transient model/API errors."""
+
+RETRY_JITTER = 0.5
+"""Prefect ``retry_jitter_factor``: each delay is drawn around its value, at most 1.5 times it."""
 
 
 def retry_on_transient(task, task_run, state) -> bool:
@@ -44,3 +74,11 @@ def retry_on_sandbox_failure(task, task_run, state) -> bool:
 
 TASK_DEFAULTS = dict(cache_policy=NO_CACHE)
 """Step tasks work on shared run state: never cache them."""
+
+LLM_RETRY = dict(
+    retries=len(RETRY_DELAYS),
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_jitter_factor=RETRY_JITTER,
+    retry_condition_fn=retry_on_transient,
+)
+"""Options of every task that calls the model: retry transient errors only, with backoff."""

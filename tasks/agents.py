@@ -6,24 +6,33 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from swarm_evo import agent_evolution
+from swarm_evo.llm.client import complete_review
+from swarm_evo.node import LLMUsage
 from swarm_evo.session import get_session
-from tasks._policy import RETRY_DELAYS, TASK_DEFAULTS, retry_on_transient
+from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 from tasks.artifacts import artifact_key
 
 
-@task(
-    name="evolve-agents",
-    task_run_name="evolve-agents-epoch{epoch}",
-    retries=len(RETRY_DELAYS),
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
-    **TASK_DEFAULTS,
-)
+@task(name="evolve-agent-call", task_run_name="evolve-agent-call-{ctx[call_key]}", **LLM_RETRY, **TASK_DEFAULTS)
+def ask_agent_texts(run_dir: str, prompt: str, ctx: dict) -> tuple[dict | None, LLMUsage, str | None]:
+    """One forced ``submit_agent_texts`` call for one weak agent (``ctx["call_key"]`` is
+    ``evolution<k>:<agent id>``); transient model errors are retried (tasks._policy.LLM_RETRY).
+    Returns ``(arguments, usage, error)`` as :func:`swarm_evo.llm.client.complete_review`."""
+    return complete_review(get_session(run_dir).endpoint, prompt, agent_evolution.AGENT_TEXTS_TOOL, ctx)
+
+
+@task(name="evolve-agents", task_run_name="evolve-agents-epoch{epoch}", **TASK_DEFAULTS)
 def evolve_agents(run_dir: str, epoch: int) -> dict | None:
     """After global epoch ``epoch``: evolve the agents if due; the record becomes a markdown
-    artifact ``<run>-agent-evolution-<k>``. Returns the record's summary, or None."""
+    artifact ``<run>-agent-evolution-<k>``. Returns the record's summary, or None.
+
+    Not retried as a whole (a retry would rewrite the agents already rewritten): each model
+    call is its own task, :func:`ask_agent_texts`, with the transient retries; a call that
+    fails for good leaves that agent's texts as they were (the record says why)."""
     session = get_session(run_dir)
-    record = agent_evolution.evolve_agents(session, epoch)
+    record = agent_evolution.evolve_agents(
+        session, epoch, ask=lambda prompt, ctx: ask_agent_texts(run_dir, prompt, ctx)
+    )
     if record is None:
         return None
     create_markdown_artifact(

@@ -6,7 +6,7 @@ from prefect import task
 
 from swarm_evo import steps
 from swarm_evo.session import get_session
-from tasks._policy import RETRY_DELAYS, TASK_DEFAULTS, retry_on_transient
+from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 
 
 @task(name="select-draft", **TASK_DEFAULTS)
@@ -24,21 +24,20 @@ def select_phase2(run_dir: str, slot: int) -> steps.OperationRequest:
 @task(
     name="generate",
     task_run_name="generate-{request.operation}-slot{request.slot}",
-    retries=len(RETRY_DELAYS),
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **LLM_RETRY,
     **TASK_DEFAULTS,
 )
 def generate(run_dir: str, node_id: str, request: steps.OperationRequest) -> steps.Generated:
-    """The operation's program, statically pre-validated (one self-fix)."""
+    """The operation's program, statically pre-validated (one self-fix).
+
+    Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
+    exception; flows/_step.py turns either into a dead node."""
     return steps.generate_program(get_session(run_dir), node_id, request)
 
 
 @task(
     name="generate-debug",
-    retries=len(RETRY_DELAYS),
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **LLM_RETRY,
     **TASK_DEFAULTS,
 )
 def generate_debug(
@@ -51,5 +50,8 @@ def generate_debug(
     exc_type: str | None,
     problems: list[str],
 ) -> steps.Generated:
-    """The debug fix of attempt ``attempt`` for the previous attempt's code and error."""
+    """The debug fix of attempt ``attempt`` for the previous attempt's code and error.
+
+    Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
+    exception; flows/debug_attempt.py turns either into a failed attempt."""
     return steps.debug_program(get_session(run_dir), node_id, slot, attempt, code, term_out, exc_type, problems)

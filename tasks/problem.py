@@ -9,11 +9,10 @@ from prefect.artifacts import create_markdown_artifact
 from swarm_evo import steps
 from swarm_evo.session import get_session
 from tasks._policy import (
-    RETRY_DELAYS,
+    LLM_RETRY,
     SANDBOX_RETRY_DELAYS,
     TASK_DEFAULTS,
     retry_on_sandbox_failure,
-    retry_on_transient,
 )
 from tasks.artifacts import artifact_key
 
@@ -32,9 +31,7 @@ def evaluate_initial_program(run_dir: str) -> dict:
 
 @task(
     name="write-auxiliary-metrics",
-    retries=len(RETRY_DELAYS),
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **LLM_RETRY,
     **TASK_DEFAULTS,
 )
 def write_auxiliary_metrics(run_dir: str) -> dict:

@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
-from prefect import task
+from prefect import get_run_logger, task
 
 from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.node import LLMUsage
-from swarm_evo.review import ReviewOutcome
+from swarm_evo.review import ReviewOutcome, decide_review
 from swarm_evo.session import get_session
-from tasks._policy import RETRY_DELAYS, TASK_DEFAULTS, retry_on_transient
+from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 
 
-@task(
-    name="review",
-    retries=len(RETRY_DELAYS),
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
-    **TASK_DEFAULTS,
-)
+@task(name="review", **LLM_RETRY, **TASK_DEFAULTS)
 def review(run_dir: str, node_id: str, slot: int, final: Attempt) -> tuple[ReviewOutcome, LLMUsage]:
-    """Review the last attempt of a node."""
+    """Review the last attempt of a node. A garbled tool call is already decided on the
+    deterministic facts inside; a model error raises (after the transient retries)."""
     return steps.review_program(get_session(run_dir), node_id, slot, final)
+
+
+@task(name="review-without-model", **TASK_DEFAULTS)
+def review_without_model(run_dir: str, node_id: str, final: Attempt, error: str) -> tuple[ReviewOutcome, LLMUsage]:
+    """The review when the model failed for good: the deterministic facts alone (execution
+    error, submission check, the metric line of stdout or the evaluator's score; SPEC §6
+    'facts win'), with ``review call: the model failed (<error>)`` among the reasons (a
+    remark: it does not make the node buggy). No LLM usage."""
+    session = get_session(run_dir)
+    errors, metric = session.objective.review_facts(final, session.node_dir(node_id))
+    outcome = decide_review(final.result, None, errors, metric=metric)
+    outcome.reasons.append(f"review call: the model failed ({error[:1500]})")
+    return outcome, LLMUsage()
+
+
+def review_or_facts(run_dir: str, node_id: str, slot: int, final: Attempt) -> tuple[ReviewOutcome, LLMUsage]:
+    """:func:`review`, or :func:`review_without_model` when the review call failed for good
+    (a model error after its retries): a failing model never loses the node."""
+    try:
+        return review(run_dir, node_id, slot, final)
+    except Exception as exc:
+        get_run_logger().warning("review of node %s failed (%s: %s); deciding on the facts alone",
+                                 node_id[:8], type(exc).__name__, exc)
+        return review_without_model(run_dir, node_id, final, f"{type(exc).__name__}: {exc}")

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from swarm_evo.llm import client
-from swarm_evo.llm.client import ModelAccessError, ModelEndpoint, check_model_access, extract_code
+from swarm_evo.llm.client import (
+    ModelAccessError,
+    ModelEndpoint,
+    check_model_access,
+    extract_code,
+)
 from swarm_evo.review import REVIEW_TOOL
 
 
@@ -76,3 +81,121 @@ def test_review_tool_call_is_parsed(monkeypatch):
     monkeypatch.setattr(client.litellm, "completion", mocked)
     got, usage, error = client.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
     assert got == args and error is None and usage.calls == 1
+
+
+# --------------------------------------------------------------------------- failing models (issue 7)
+_REAL_COMPLETION = client.litellm.completion
+
+
+def _scripted(monkeypatch, kinds):
+    """Make the offline model's failure injector follow ``kinds`` (None = answer), one per call."""
+    from swarm_evo.llm.offline import failures
+
+    calls = []
+
+    def decide(ctx, tool_call):
+        calls.append(ctx.get("call_key"))
+        kind = kinds[len(calls) - 1] if len(calls) <= len(kinds) else None
+        return failures.Injection(kind, ctx.get("call_key", ""), len(calls)) if kind else None
+
+    monkeypatch.setattr(failures.INJECTOR, "decide", decide)
+    return calls
+
+
+TRANSIENT = [("timeout", client.litellm.Timeout, 408), ("rate_limit", client.litellm.RateLimitError, 429),
+             ("server_error:500", client.litellm.InternalServerError, 500),
+             ("server_error:503", client.litellm.ServiceUnavailableError, 503)]
+
+
+@pytest.mark.parametrize("kind,cls,status", TRANSIENT)
+def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, kind, cls, status):
+    """Checked behaviour of litellm 1.106.2: ``num_retries=N`` re-calls a custom provider up to N
+    more times on its transient exceptions, without waiting; then the real class propagates."""
+    import time
+
+    from swarm_evo.review import REVIEW_TOOL
+
+    endpoint = ModelEndpoint(name="offline", num_retries=2)
+    calls = _scripted(monkeypatch, [kind, kind, None])
+    started = time.perf_counter()
+    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL, {"purpose": "review", "seed": 0,
+                                                                            "call_key": "r", "term_out": ""})
+    assert len(calls) == 3 and error is None and isinstance(args, dict)
+    assert usage.calls == 1, "litellm's own re-calls are one call for the caller"
+    assert time.perf_counter() - started < 2.0, "litellm's constant_retry does not wait"
+
+    calls = _scripted(monkeypatch, [kind, kind, kind])
+    with pytest.raises(cls) as info:
+        client.complete_review(ModelEndpoint(name="offline", num_retries=1), "p", REVIEW_TOOL,
+                               {"purpose": "review", "seed": 0, "call_key": "r"})
+    assert len(calls) == 2 and info.value.status_code == status
+    assert isinstance(info.value, client.TRANSIENT_ERRORS)
+
+
+def _sequence(monkeypatch, replies):
+    """litellm.completion answering with mock replies in turn; returns the prompts it got."""
+    real = _REAL_COMPLETION
+    prompts = []
+
+    def mocked(**kwargs):
+        prompts.append(kwargs["messages"][-1]["content"])
+        reply = replies[len(prompts) - 1]
+        if isinstance(reply, dict):
+            return real(mock_tool_calls=[{"id": "1", "type": "function", "function": reply}], **kwargs)
+        if not reply:  # mock_response="" would not mock: litellm would call the real API
+            return client.litellm.ModelResponse(
+                model="mock", choices=[{"index": 0, "message": {"role": "assistant", "content": ""},
+                                        "finish_reason": "stop"}])
+        return real(mock_response=reply, **kwargs)
+
+    monkeypatch.setattr(client.litellm, "completion", mocked)
+    return prompts
+
+
+def test_bad_code_reply_is_asked_again_once(monkeypatch):
+    endpoint = ModelEndpoint(name="openai/gpt-4o-mini", api_key="x")
+    prompts = _sequence(monkeypatch, ["I would use trees.", "Plan.\n```python\nprint(1)\n```"])
+    reply = client.complete_code(endpoint, "PROMPT")
+    assert reply.code == "print(1)\n" and reply.usage.calls == 2
+    assert prompts[0] == "PROMPT" and prompts[1].startswith("PROMPT") and "```python" in prompts[1]
+
+    _sequence(monkeypatch, ["", "still no code", "never asked"])
+    with pytest.raises(client.GenerationError, match=r"in 2 replies: the reply was empty; the reply had no "
+                                                     r"fenced code block") as info:
+        client.complete_code(endpoint, "PROMPT")
+    assert info.value.usage.calls == 2
+
+
+def test_bad_tool_call_is_asked_again_once(monkeypatch):
+    endpoint = ModelEndpoint(name="openai/gpt-4o-mini", api_key="x")
+    good = {"name": "submit_review", "arguments": json.dumps({"is_bug": False})}
+    bad = {"name": "submit_review", "arguments": '{"is_bug": fal'}
+    _sequence(monkeypatch, [bad, good])
+    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    assert args == {"is_bug": False} and error is None and usage.calls == 2
+
+    _sequence(monkeypatch, [bad, "plain text", "never asked"])
+    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    assert args is None and usage.calls == 2
+    assert "not JSON" in error and "no tool call" in error and "re-ask" in error
+
+
+def test_injected_failure_rate_goes_to_the_offline_ctx_only(monkeypatch):
+    from swarm_evo.config import ModelConfig
+
+    endpoint = client.endpoint_for(ModelConfig(injected_failure_rate=0.3))
+    assert endpoint.injected_failure_rate == 0.3
+    seen = []
+    real = client.litellm.completion
+
+    def spy(**kwargs):
+        seen.append(kwargs.get("metadata"))
+        return real(mock_response="```python\nprint(1)\n```", **kwargs)
+
+    monkeypatch.setattr(client.litellm, "completion", spy)
+    ctx = {"purpose": "draft", "call_key": "k"}
+    client.complete_code(endpoint, "p", ctx)
+    assert seen[-1]["swarm_evo"]["injected_failure_rate"] == 0.3
+    assert "injected_failure_rate" not in ctx, "the caller's ctx is not modified"
+    client.complete_code(client.endpoint_for(ModelConfig()), "p", ctx)
+    assert "injected_failure_rate" not in seen[-1]["swarm_evo"]

@@ -5,6 +5,17 @@ text before it is the plan; reviews are a forced function call. Each call sets `
 and ``timeout`` explicitly and returns its usage (tokens, cost, seconds) for the node.
 The structured context (docs/CONTRACTS.md) is sent only to the offline model: some providers
 have a ``metadata`` field of their own.
+
+Failing models (issue 7; the policy is written out in tasks/_policy.py):
+
+- transient errors (:data:`TRANSIENT_ERRORS`) are first retried by litellm itself
+  (``num_retries``; checked with litellm 1.106.2: it re-calls at once, no wait, and also for a
+  custom provider such as the offline model; any ``openai.APIError`` is re-called, even a 401),
+  then propagate to the Prefect task, whose retries wait with a backoff;
+- a bad reply (no code block, an empty reply, no tool call, tool-call arguments that are not a
+  JSON object) is re-asked :data:`BAD_REPLY_REASKS` time(s) with a reminder; a code reply that
+  is still bad raises :class:`GenerationError`, a tool call that is still bad returns its error
+  (the review then decides on the deterministic facts).
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map do
 import litellm  # noqa: E402
 
 litellm.suppress_debug_info = True
-from pydantic import BaseModel, ConfigDict, SecretStr  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field, SecretStr  # noqa: E402
 
 from swarm_evo.node import LLMUsage  # noqa: E402
 
@@ -32,16 +43,34 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     litellm.APIConnectionError,
     litellm.ServiceUnavailableError,
     litellm.InternalServerError,
+    litellm.BadGatewayError,
 )
-"""Errors worth retrying (Prefect task retries with a condition; SPEC §6 'transient errors')."""
+"""Errors worth retrying (Prefect task retries with a condition; SPEC §6 'transient errors'):
+timeouts (408), rate limits (429), connection errors, 500, 502 and 503."""
 
 
 class ModelAccessError(ValueError):
     """The model cannot be used as configured (unknown model, missing API key)."""
 
 
+BAD_REPLY_REASKS = 1
+"""How many times a bad reply (no code block, empty, no or invalid tool call) is asked again
+before it counts as a failure. A re-ask at temperature > 0 usually gives a usable reply; one
+is enough to cover a slip without doubling the cost of a model that never complies."""
+
+
 class GenerationError(RuntimeError):
-    """The model answered, but not with something usable (no code block, bad tool call)."""
+    """The model answered, but not with something usable (no code block, empty reply).
+
+    ``usage`` (LLMUsage or None) holds what the failed calls cost, for the dead node.
+    """
+
+    def __init__(self, message: str, usage: LLMUsage | None = None):
+        super().__init__(message)
+        self.usage = usage
+
+    def __reduce__(self):  # picklable with its usage (Prefect may persist a task's exception)
+        return (type(self), (str(self), self.usage))
 
 
 class ModelEndpoint(BaseModel):
@@ -55,6 +84,8 @@ class ModelEndpoint(BaseModel):
     temperature: float = 0.5
     timeout: float = 600.0
     num_retries: int = 2
+    injected_failure_rate: float = Field(0.0, ge=0, le=1)
+    """Offline model only: chance that a call fails on purpose (swarm_evo/llm/offline/failures.py)."""
 
     @property
     def is_offline(self) -> bool:
@@ -79,6 +110,7 @@ def endpoint_for(model, api_key: SecretStr | str | None = None) -> ModelEndpoint
         temperature=model.temperature,
         timeout=model.timeout,
         num_retries=model.num_retries,
+        injected_failure_rate=getattr(model, "injected_failure_rate", 0.0),
     )
 
 
@@ -132,7 +164,10 @@ def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **ext
         from swarm_evo.llm.offline import register
 
         register()
-        kwargs["metadata"] = {"swarm_evo": ctx or {}}
+        ctx = dict(ctx or {})
+        if endpoint.injected_failure_rate:
+            ctx["injected_failure_rate"] = endpoint.injected_failure_rate
+        kwargs["metadata"] = {"swarm_evo": ctx}
     started = time.perf_counter()
     response = litellm.completion(**kwargs)
     seconds = time.perf_counter() - started
@@ -180,45 +215,98 @@ def extract_code(text: str) -> tuple[str, str] | None:
 
 
 class CodeReply(BaseModel):
-    """A parsed code reply: the plan (text before the code), the program, and the call's usage."""
+    """A parsed code reply: the plan (text before the code), the program, and the usage of the
+    call(s) it took (two when the first reply was re-asked)."""
 
     plan: str
     code: str
     usage: LLMUsage
 
 
+_CODE_REMINDER = (
+    "\n\nYour previous reply {problem}. Reply with a short plan, then the complete program in "
+    "one fenced ```python code block."
+)
+_TOOL_REMINDER = (
+    "\n\nYour previous reply was not usable ({problem}). Call the function `{name}` with a JSON "
+    "object as its arguments."
+)
+
+
+def _code_problem(text: str) -> str:
+    return "was empty" if not text.strip() else f"had no fenced code block ({len(text)} characters)"
+
+
 def complete_code(endpoint: ModelEndpoint, prompt: str, ctx: dict | None = None) -> CodeReply:
-    """Ask for a program. Raises GenerationError when the reply has no code block;
-    litellm's exceptions (see TRANSIENT_ERRORS) propagate for the caller's retry policy."""
-    response, usage = _call(endpoint, [{"role": "user", "content": prompt}], ctx)
-    text = response.choices[0].message.content or ""
-    parsed = extract_code(text)
-    if parsed is None:
-        raise GenerationError(f"the reply has no fenced code block ({len(text)} characters)")
-    plan, code = parsed
-    return CodeReply(plan=plan, code=code, usage=usage)
+    """Ask for a program: one user message ``prompt``; the reply's first fenced python block is
+    the code, the text before it the plan (:func:`extract_code`).
+
+    A reply without a code block (or an empty one) is asked again :data:`BAD_REPLY_REASKS`
+    time(s), the prompt followed by a reminder; ``ctx`` (offline model) is the same each time.
+
+    Raises:
+        GenerationError: still no code block after the re-ask; the message names what was
+            wrong with each reply, ``usage`` holds the calls' cost.
+        litellm exceptions: whatever litellm raises once its own ``num_retries`` are spent,
+            e.g. the transient :data:`TRANSIENT_ERRORS` (the caller's Prefect task retries
+            those) or ``litellm.BadRequestError``.
+    """
+    usage, problems, current = LLMUsage(), [], prompt
+    for _ in range(1 + BAD_REPLY_REASKS):
+        response, call_usage = _call(endpoint, [{"role": "user", "content": current}], ctx)
+        usage = usage.add(call_usage)
+        text = response.choices[0].message.content or ""
+        parsed = extract_code(text)
+        if parsed is not None:
+            plan, code = parsed
+            return CodeReply(plan=plan, code=code, usage=usage)
+        problems.append(_code_problem(text))
+        current = prompt + _CODE_REMINDER.format(problem=problems[-1])
+    raise GenerationError(
+        f"no usable program in {len(problems)} replies: " + "; ".join(f"the reply {p}" for p in problems),
+        usage=usage,
+    )
+
+
+def _tool_arguments(response) -> tuple[dict | None, str | None]:
+    calls = getattr(response.choices[0].message, "tool_calls", None) or []
+    if not calls:
+        content = response.choices[0].message.content or ""
+        return None, "the reply has no tool call" + ("" if content.strip() else " and no text")
+    try:
+        args = json.loads(calls[0].function.arguments or "")
+    except json.JSONDecodeError as exc:
+        return None, f"tool-call arguments are not JSON ({exc})"
+    if not isinstance(args, dict):
+        return None, "tool-call arguments are not an object"
+    return args, None
 
 
 def complete_review(
     endpoint: ModelEndpoint, prompt: str, tool: dict, ctx: dict | None = None
 ) -> tuple[dict | None, LLMUsage, str | None]:
     """Forced function call of ``tool`` (OpenAI tool schema). Returns ``(arguments, usage, error)``:
-    arguments None and an error text when the reply has no parsable tool call."""
+    the decoded arguments and None, or None and an error text when the reply has no parsable
+    tool call (no tool call, arguments not JSON, not an object) even after
+    :data:`BAD_REPLY_REASKS` re-ask(s); usage covers every call.
+
+    Raises:
+        litellm exceptions: as :func:`complete_code` (transient ones for the caller's retries).
+    """
     name = tool["function"]["name"]
-    response, usage = _call(
-        endpoint,
-        [{"role": "user", "content": prompt}],
-        ctx,
-        tools=[tool],
-        tool_choice={"type": "function", "function": {"name": name}},
-    )
-    calls = getattr(response.choices[0].message, "tool_calls", None) or []
-    if not calls:
-        return None, usage, "the reply has no tool call"
-    try:
-        args = json.loads(calls[0].function.arguments or "")
-    except json.JSONDecodeError as exc:
-        return None, usage, f"tool-call arguments are not JSON ({exc})"
-    if not isinstance(args, dict):
-        return None, usage, "tool-call arguments are not an object"
-    return args, usage, None
+    usage, errors, current = LLMUsage(), [], prompt
+    for _ in range(1 + BAD_REPLY_REASKS):
+        response, call_usage = _call(
+            endpoint,
+            [{"role": "user", "content": current}],
+            ctx,
+            tools=[tool],
+            tool_choice={"type": "function", "function": {"name": name}},
+        )
+        usage = usage.add(call_usage)
+        args, error = _tool_arguments(response)
+        if error is None:
+            return args, usage, None
+        errors.append(error)
+        current = prompt + _TOOL_REMINDER.format(problem=error, name=name)
+    return None, usage, "; ".join(errors) + f" (after {BAD_REPLY_REASKS} re-ask)"

@@ -3,6 +3,8 @@
 ``register()`` makes ``litellm.completion(model="offline/<name>", messages=...,
 metadata={"swarm_evo": CTX})`` answer in-process with real pandas + scikit-learn programs
 (draft, mutate, merge, debug, fix) or a ``submit_review`` tool call (review).
+With ``injected_failure_rate`` in the CTX (``model.injected_failure_rate``) some calls fail on
+purpose, for reliability testing (:mod:`.failures`).
 """
 
 from __future__ import annotations

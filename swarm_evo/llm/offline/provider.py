@@ -19,6 +19,7 @@ import uuid  # noqa: E402
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
+from . import failures  # noqa: E402
 from .respond import Reply, respond  # noqa: E402
 
 PROVIDER = "offline"
@@ -52,7 +53,9 @@ def extract_ctx(kwargs: dict) -> dict | None:
 def build_response(model: str, reply: Reply, prompt_text: str) -> litellm.ModelResponse:
     """A litellm ModelResponse carrying the reply text or the tool call, with usage."""
     if reply.tool_name is not None:
-        args = json.dumps(reply.tool_arguments or {})
+        args = reply.tool_arguments_text
+        if args is None:
+            args = json.dumps(reply.tool_arguments or {})
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": f"call_{uuid.uuid5(uuid.NAMESPACE_OID, args).hex[:24]}", "type": "function",
             "function": {"name": reply.tool_name, "arguments": args}}]}
@@ -75,14 +78,17 @@ class OfflineLLM(CustomLLM):
     """litellm CustomLLM that writes scikit-learn programs and reviews from the CTX."""
 
     def completion(self, model: str, messages: list, *args, **kwargs) -> litellm.ModelResponse:
-        """Answer synchronously; without a CTX it returns a short note (no network, no key)."""
+        """Answer synchronously; without a CTX it returns a short note (no network, no key).
+        A CTX with ``injected_failure_rate`` may fail on purpose (:mod:`.failures`: raises a
+        transient litellm exception or returns a bad reply)."""
         ctx = extract_ctx(kwargs)
         prompt_text = _message_text(messages)
         if ctx is None:
             reply = Reply(content="The offline model needs structured context "
                                   "(metadata={'swarm_evo': CTX}); no program was written.")
         else:
-            reply = respond(ctx)
+            tools = (kwargs.get("optional_params") or {}).get("tools")
+            reply = failures.inject(ctx, model, tools) or respond(ctx)
         return build_response(model, reply, prompt_text)
 
     async def acompletion(self, model: str, messages: list, *args, **kwargs) -> litellm.ModelResponse:

@@ -32,11 +32,13 @@ from .dataset import DatasetInfo, infer_dataset
 
 @dataclass
 class Reply:
-    """A reply: text content, or a tool call (name + arguments dict)."""
+    """A reply: text content, or a tool call (name + arguments dict, or ``tool_arguments_text``:
+    the arguments' raw text, used as is, e.g. invalid JSON from :mod:`.failures`)."""
 
     content: str | None = None
     tool_name: str | None = None
     tool_arguments: dict | None = None
+    tool_arguments_text: str | None = None
 
 
 def rng_for(ctx: dict) -> random.Random:
