@@ -159,6 +159,7 @@ def _run(args) -> int:
     from swarm_evo.session import default_run_dir
 
     _start_flow()
+    from flows._ephemeral import start_ephemeral_api
     from flows.two_phase_evo import resolve_config, two_phase_evo
 
     if args.competition_id and args.data_dir is None:
@@ -175,6 +176,7 @@ def _run(args) -> int:
     )
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
     run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
+    start_ephemeral_api()
     summary = two_phase_evo(
         competition_id=args.competition_id,
         problem=args.problem,
@@ -192,6 +194,7 @@ def _resume(args) -> int:
     from swarm_evo.resume import read_run_info
 
     _start_flow()
+    from flows._ephemeral import start_ephemeral_api
     from flows.two_phase_evo import resolve_config, two_phase_evo
 
     info = read_run_info(args.run_dir)
@@ -205,6 +208,7 @@ def _resume(args) -> int:
     _preflight(config, api_key, info.competition_id, info.problem,
                Path(info.data_dir) if info.data_dir else None, None)
     print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
+    start_ephemeral_api()
     summary = two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block, sandbox_block=args.sandbox_block,
                             **overrides)
     return _print_summary(summary)

@@ -164,9 +164,11 @@ def run_sweep(args) -> int:
         competitions, seeds, policies = _check(args)
     except bad_input as exc:
         return _fail(str(exc))
+    from flows._ephemeral import start_ephemeral_api
     from flows.benchmark_sweep import benchmark_sweep
 
     out_dir = (args.out or sweep.default_out_dir()).expanduser().resolve()
+    start_ephemeral_api()
     try:
         summary = benchmark_sweep(
             competitions=competitions, seeds=seeds, policies=policies, model=args.model, max_steps=args.max_steps,

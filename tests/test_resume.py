@@ -200,10 +200,30 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     assert sum(sum(ops.values()) for ops in state["updates"].values()) == len(agent_nodes)
     grade = json.loads((run_dir / "grade_report.json").read_text())
     assert grade["valid_submission"] is True
-    # No program of the run outlived it.
-    time.sleep(1)
-    leftover = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
-    assert not leftover, f"processes of the run left behind: {leftover}"
+    # Nothing of the killed processes outlived them: no program, no Prefect API server.
+    assert not _leftovers(run_dir, tmp_path / "prefect-home"), "processes left behind by the killed runs"
+
+
+def _leftovers(run_dir: Path, prefect_home: Path, wait: float = 5.0) -> list[str]:
+    """Processes (pid and command) whose command line names ``run_dir`` or whose environment
+    has ``PREFECT_HOME=prefect_home``, after waiting up to ``wait`` s for them to go."""
+    import psutil
+
+    marker = f"PREFECT_HOME={prefect_home}"
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                cmd = " ".join(proc.info["cmdline"] or [])
+                env = proc.environ() if proc.pid != os.getpid() else {}
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            if str(run_dir) in cmd or f"PREFECT_HOME={env.get('PREFECT_HOME')}" == marker:
+                found.append(f"{proc.pid}: {cmd[:200]}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def test_flow_resume_parameter_refuses_what_the_journal_fixes(prefect_server, tmp_path):
