@@ -92,16 +92,20 @@ class SandboxConfig(_Section):
     max_output_bytes: int = Field(1_000_000, ge=1_000, description="Captured stdout+stderr cap.")
     memory_limit_mb: int | None = Field(
         None, ge=64,
-        description="local: address-space limit per program; docker: container memory limit "
-        "(default: host memory / parallel_workers).",
+        description="local: data-segment limit (RLIMIT_DATA) per program; docker: container memory "
+        "limit, swap included (default for both: host memory / parallel_workers).",
     )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(
         None, description="(docker) none, all, a count N, or device ids [0, 1] / '0,1'."
     )
     cpus: float | None = Field(None, gt=0, description="(docker) CPUs per container (default: cores / parallel_workers).")
-    pids_limit: int = Field(512, ge=16, description="(docker) processes and threads per container.")
-    shm_size_mb: int = Field(1024, ge=16, description="(docker) size of /dev/shm.")
+    pids_limit: int = Field(
+        512, ge=16,
+        description="Processes and threads per execution (docker: per container; local: RLIMIT_NPROC on "
+        "top of what the program's user already runs, not enforced for root).",
+    )
+    shm_size_mb: int = Field(1024, ge=16, description="Size of /dev/shm (docker; local when run as root: a private tmpfs).")
 
     @field_validator("gpus", mode="before")
     @classmethod

@@ -110,11 +110,26 @@ def test_sigkill_self_is_memory_error(tmp_path, public_dir):
     assert res.exc_type == "MemoryError" and "SIGKILL" in res.exc_info
 
 
+def _alive_with(marker: str) -> list[int]:
+    """Host pids of live (non-zombie) processes whose command line contains ``marker``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.pid)
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
 def test_timeout_kills_children(tmp_path, public_dir):
-    code = """
+    # The program sees pids of its own PID namespace (as root): find the child by a marker.
+    marker = f"swarm-evo-child-{os.getpid()}-{time.monotonic_ns()}"
+    code = f"""
     import subprocess, sys, time
-    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])
-    open('child.pid', 'w').write(str(child.pid))
+    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])
     print('spawned', flush=True)
     time.sleep(300)
     """
@@ -124,23 +139,11 @@ def test_timeout_kills_children(tmp_path, public_dir):
     assert elapsed < 2 + 5
     assert res.timed_out and res.exc_type == "TimeoutError" and "2 s" in res.exc_info
     assert "spawned" in res.stdout
-    pid = int((tmp_path / "node" / "child.pid").read_text())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        # a zombie of an orphan is reaped by init shortly; check its state
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-            if state == "Z":
-                break
-        except OSError:
-            break
+    while _alive_with(marker):
+        if time.monotonic() > deadline:
+            pytest.fail("child process survived the timeout")
         time.sleep(0.1)
-    else:
-        pytest.fail("child process survived the timeout")
 
 
 def test_output_cap_50mb(tmp_path, public_dir):
@@ -152,10 +155,15 @@ def test_output_cap_50mb(tmp_path, public_dir):
     print('Validation metric: 0.25')
     """
     res = run(code, tmp_path, public_dir, max_output_bytes=100_000)
-    assert (tmp_path / "node" / "stdout.txt").stat().st_size > 50_000_000
+    # The file on disk keeps 10 x max_output_bytes: head, marker, tail (not 50 MB).
+    on_disk = (tmp_path / "node" / "stdout.txt").read_bytes()
+    total = 50_000 * 1000 + len("Validation metric: 0.25\n")
+    assert 1_000_000 <= len(on_disk) < 1_000_100
+    assert f"[... {total - 1_000_000} bytes truncated ...]".encode() in on_disk
+    assert on_disk.startswith(b"x" * 999 + b"\n") and on_disk.endswith(b"Validation metric: 0.25\n")
     assert res.output_truncated
     assert len(res.stdout.encode()) < 101_000 and len(res.term_out.encode()) < 101_000
-    assert "bytes truncated ...]" in res.stdout
+    assert f"[... {total - 100_000} bytes truncated ...]" in res.stdout, "the marker counts every byte cut"
     assert res.stdout.rstrip().endswith("Validation metric: 0.25")
 
 
@@ -221,3 +229,40 @@ def test_classify_failure_rules():
     assert classify_failure(1, tb, False) == ("ModuleNotFoundError", "ModuleNotFoundError: No module named 'lightgbm'")
     assert classify_failure(-11, "", False)[0] == "ProcessError"
     assert last_exception_line("just some log\nwarning: x\n") is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="programs run as nobody only when the orchestrator is root")
+def test_root_runs_programs_as_nobody_in_private_namespaces(tmp_path, public_dir):
+    # pytest's tmp_path sits under /tmp/pytest-of-root (mode 700): nobody reaches only the
+    # node directory and the public data through it, and sees no other entry of tmp_path.
+    (tmp_path / "secret.txt").write_text("root only")
+    marker = f"escape-{os.getpid()}-{time.monotonic_ns()}"
+    res = run(
+        f"""
+        import os
+        print('uid', os.getuid(), os.getgid(), os.getgroups())
+        print('home', os.environ['HOME'], os.environ['TMPDIR'])
+        print('siblings', sorted(os.listdir('..')))
+        print('pids', len([p for p in os.listdir('/proc') if p.isdigit()]))
+        open('/tmp/{marker}', 'w').write('x')     # the private /tmp
+        print(open('input/train.csv').read().splitlines()[0])
+        """,
+        tmp_path,
+        public_dir,
+    )
+    assert res.ok, res.term_out
+    node = tmp_path / "node"
+    assert "uid 65534 65534 []" in res.stdout
+    assert f"home {node}/working/.home /tmp" in res.stdout
+    assert "siblings ['node', 'public']" in res.stdout, "tmp_path's other entries (secret.txt) stay hidden"
+    assert "pids 2" in res.stdout or "pids 1" in res.stdout  # its own PID namespace
+    assert "id,y" in res.stdout
+    assert not Path(f"/tmp/{marker}").exists()
+    assert all(p.lstat().st_uid == 0 for p in [node, *node.rglob("*")])
+
+
+def test_missing_interpreter_is_a_sandbox_error(tmp_path, public_dir):
+    from swarm_evo.sandbox import SandboxError
+
+    with pytest.raises(SandboxError, match="cannot start"):
+        LocalSandbox(python=str(tmp_path / "no-python")).execute("print(1)", tmp_path / "node", public_dir, 10)

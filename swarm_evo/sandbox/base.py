@@ -7,12 +7,13 @@ docs/CONTRACTS.md::
     <workdir>/input/            the competition's public data (symlink or read-only mount)
     <workdir>/working/          scratch space
     <workdir>/submission/       where the program writes submission.csv
-    <workdir>/stdout.txt        captured stdout (full, on disk)
-    <workdir>/stderr.txt        captured stderr (full, on disk)
+    <workdir>/stdout.txt        captured stdout (bounded: head, marker, tail)
+    <workdir>/stderr.txt        captured stderr (bounded the same way)
 
 and reports an :class:`ExecutionResult`. Backends (local process, Docker container) share the
-helpers here: workdir preparation, environment scrubbing, bounded reading of output files and
-exception classification, so that both report identical results for identical programs.
+helpers here: workdir preparation and hand-over to the unprivileged program user, environment
+scrubbing, bounded capture of output streams and exception classification, so that both
+report identical results for identical programs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import secrets
+import shutil
 import signal
+import stat
+import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Mapping, Protocol, runtime_checkable
 
@@ -35,6 +41,26 @@ SUBMISSION_DIR = "submission"
 
 DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 """Default cap (bytes) on each of stdout, stderr and term_out kept in memory."""
+
+LOG_FILE_FACTOR = 10
+"""Default cap of each of ``stdout.txt``/``stderr.txt`` on disk: this many ``max_output_bytes``."""
+
+NOBODY_UID = 65534
+NOBODY_GID = 65534
+"""User and group of programs when the orchestrator runs as root (``nobody:nogroup``)."""
+
+
+def host_memory_mb() -> int:
+    """Physical memory of this host in MiB (``sysconf``)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+
+
+def default_memory_limit_mb(parallel_workers: int = 1) -> int:
+    """Memory per program when none is configured: host memory / parallel workers (MiB, >= 256).
+
+    The rule of the Docker backend (SPEC §10, ``sandbox.memory_limit_mb``), shared by both.
+    """
+    return max(256, host_memory_mb() // max(1, int(parallel_workers)))
 
 
 class SandboxError(RuntimeError):
@@ -136,6 +162,63 @@ def prepare_workdir(code: str, workdir: Path, public_dir: Path | None, link_inpu
         return program
     except OSError as exc:  # pragma: no cover - depends on the host
         raise SandboxError(f"cannot prepare workdir {workdir}: {exc}") from exc
+
+
+def hand_over_workdir(workdir: Path, uid: int = NOBODY_UID, gid: int = NOBODY_GID) -> tuple[int, int]:
+    """Give ``workdir`` and everything in it (except ``input``) to ``uid:gid``; the old owner.
+
+    Called as root before a program runs as the unprivileged user, so that it can write its
+    directory and overwrite files a previous execution left there. Only entries owned by the
+    directory's owner are changed, never through a symlink, and never a file with several
+    hard links (it may live outside the directory too). A directory still owned by ``uid``
+    (its run process died mid-execution) counts as owned by its parent's owner. Undo with
+    :func:`take_back_workdir`.
+
+    Raises:
+        OSError: ``workdir`` itself cannot be changed (not root).
+    """
+    workdir = Path(workdir)
+    st = workdir.stat()
+    owner = (st.st_uid, st.st_gid)
+    if st.st_uid == uid:
+        # Left handed over by a run process that was killed: the owner is the parent's.
+        pst = workdir.parent.stat()
+        owner = (pst.st_uid, pst.st_gid)
+    os.chown(workdir, uid, gid)
+    for root, dirs, files in os.walk(workdir):
+        if root == str(workdir):
+            dirs[:] = [d for d in dirs if d != INPUT_DIR]
+            files = [f for f in files if f != INPUT_DIR]
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            with suppress(OSError):
+                est = os.lstat(path)
+                if est.st_uid != owner[0] or stat.S_ISLNK(est.st_mode):
+                    continue
+                if not stat.S_ISDIR(est.st_mode) and est.st_nlink > 1:
+                    continue
+                os.chown(path, uid, gid, follow_symlinks=False)
+    return owner
+
+
+def take_back_workdir(workdir: Path, owner: tuple[int, int], uid: int = NOBODY_UID) -> None:
+    """Return what ``uid`` owns in ``workdir`` (the directory included) to ``owner`` (uid, gid).
+
+    Symlinks are changed themselves, never followed; ``input`` is left alone. Run only once
+    every process of the program is gone (nothing can race the walk).
+    """
+    workdir = Path(workdir)
+    ouid, ogid = owner
+    with suppress(OSError):
+        os.chown(workdir, ouid, ogid, follow_symlinks=False)
+    for root, dirs, files in os.walk(workdir):
+        if root == str(workdir):
+            dirs[:] = [d for d in dirs if d != INPUT_DIR]
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            with suppress(OSError):
+                if os.lstat(path).st_uid == uid:
+                    os.chown(path, ouid, ogid, follow_symlinks=False)
 
 
 # --------------------------------------------------------------------------------------
@@ -292,6 +375,124 @@ def combine_output(stdout: str, stderr: str, max_bytes: int = DEFAULT_MAX_OUTPUT
     return bound_text(joined, max_bytes)
 
 
+class OutputCapture:
+    """A bounded copy of one output stream: its first and last bytes and its total size.
+
+    ``feed`` keeps at most ``max_bytes`` of the stream (2/5 head, the rest a rolling tail, like
+    :func:`read_bounded`); memory stays under ``2 * max_bytes`` however much is fed. Used by
+    both backends to read a program's stdout/stderr pipes (or Docker attach streams) so that
+    neither memory nor disk grows with what a program prints.
+
+    Args:
+        max_bytes: bytes kept (and written by :meth:`write`), at least 1024.
+
+    Thread-safety: one feeding thread; read the results after it is done.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 1024:
+            raise ValueError("max_bytes must be at least 1024")
+        self.head_cap, self.tail_cap = _split_budget(int(max_bytes))
+        self.head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        """Account for ``chunk`` (the next bytes of the stream)."""
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            if len(self._tail) > 2 * self.tail_cap:
+                del self._tail[: len(self._tail) - self.tail_cap]
+
+    @property
+    def tail(self) -> bytes:
+        """The last bytes kept after the head (at most ``tail_cap``)."""
+        return bytes(self._tail[-self.tail_cap :]) if self._tail else b""
+
+    @property
+    def dropped(self) -> int:
+        """Bytes of the stream that are kept nowhere."""
+        return self.total - len(self.head) - len(self.tail)
+
+    def data(self) -> bytes:
+        """What goes to disk: the whole stream, or head + truncation line + tail."""
+        if self.dropped <= 0:
+            return bytes(self.head) + self.tail
+        return bytes(self.head) + truncation_line(self.dropped).encode() + self.tail
+
+    def bounded(self, max_bytes: int) -> tuple[str, bool]:
+        """The stream bounded to ``max_bytes`` (<= the capture's size) as :func:`read_bounded`
+        would cut the full stream: ``(text, truncated)``; the marker counts every byte cut."""
+        if self.total <= max_bytes and self.dropped <= 0:
+            return (bytes(self.head) + self.tail).decode("utf-8", errors="replace"), False
+        head_n, tail_n = _split_budget(max_bytes)
+        head = bytes(self.head[:head_n])
+        whole_tail = self.tail if self.dropped > 0 else bytes(self.head[head_n:]) + self.tail
+        tail = whole_tail[-tail_n:] if tail_n else b""
+        cut = self.total - len(head) - len(tail)
+        text = head.decode("utf-8", errors="replace") + truncation_line(cut) + tail.decode("utf-8", errors="replace")
+        return text, True
+
+
+def pump(stream, capture: OutputCapture, chunk_size: int = 1 << 20) -> threading.Thread:
+    """Start a daemon thread that feeds ``capture`` from binary file ``stream`` until EOF, then
+    closes it; join the returned thread before reading the capture."""
+
+    def run() -> None:
+        try:
+            while True:
+                chunk = stream.read1(chunk_size) if hasattr(stream, "read1") else stream.read(chunk_size)
+                if not chunk:
+                    break
+                capture.feed(chunk)
+        except (OSError, ValueError):  # pragma: no cover - closed under our feet
+            pass
+        finally:
+            with suppress(OSError):
+                stream.close()
+
+    thread = threading.Thread(target=run, name="sandbox-output", daemon=True)
+    thread.start()
+    return thread
+
+
+def write_output_file(workdir: Path, name: str, data: bytes, owner: tuple[int, int] | None = None) -> Path:
+    """Write ``workdir/name`` safely after a program ran there: never through a symlink or
+    into a FIFO the program planted (a temporary file replaces whatever is at ``name``).
+
+    ``owner`` (uid, gid) is given to the new file when set.
+
+    Raises:
+        SandboxError: the file cannot be written.
+    """
+    target = Path(workdir) / name
+    tmp = Path(workdir) / f".{name}.{secrets.token_hex(4)}.tmp"
+    try:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if owner is not None:
+                with suppress(OSError):
+                    os.fchown(fd, *owner)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        return target
+    except OSError as exc:
+        with suppress(OSError):
+            tmp.unlink()
+        raise SandboxError(f"cannot write {target}: {exc}") from exc
+
+
 # --------------------------------------------------------------------------------------
 # Failure classification
 # --------------------------------------------------------------------------------------
@@ -393,7 +594,7 @@ def classify_failure(
     if timed_out:
         limit = f"{timeout:g} s" if timeout is not None else "its time limit"
         return "TimeoutError", (
-            f"Execution exceeded the time limit of {limit} and was killed (whole process group)."
+            f"Execution exceeded the time limit of {limit} and was killed with every process it started."
         )
     exc_line = last_exception_line(stderr) if stderr else None
     sig = killed_by_signal(exit_code)
@@ -441,12 +642,29 @@ def build_result(
 ) -> ExecutionResult:
     """Assemble an :class:`ExecutionResult` from ``workdir/stdout.txt`` and ``stderr.txt``.
 
-    Reads both files bounded (:func:`read_bounded`), builds ``term_out`` and classifies the
-    failure (:func:`classify_failure`). Backends that get logs another way write them to
-    these two files first.
+    Reads both files bounded (:func:`read_bounded`) and hands over to :func:`make_result`.
+    Backends that capture the streams themselves call :func:`make_result` directly.
     """
     stdout, cut_out = read_bounded(Path(workdir) / STDOUT_FILE, max_output_bytes)
     stderr, cut_err = read_bounded(Path(workdir) / STDERR_FILE, max_output_bytes)
+    return make_result(stdout, cut_out, stderr, cut_err, exit_code, exec_time, timed_out, timeout,
+                       max_output_bytes, oom_killed)
+
+
+def make_result(
+    stdout: str,
+    stdout_cut: bool,
+    stderr: str,
+    stderr_cut: bool,
+    exit_code: int | None,
+    exec_time: float,
+    timed_out: bool,
+    timeout: float | None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    oom_killed: bool = False,
+) -> ExecutionResult:
+    """An :class:`ExecutionResult` from bounded stream texts: builds ``term_out`` (bounded to
+    ``max_output_bytes``) and classifies the failure (:func:`classify_failure`)."""
     term_out, cut_term = combine_output(stdout, stderr, max_output_bytes)
     exc_type, exc_info = classify_failure(exit_code, stderr, timed_out, timeout, oom_killed)
     if not math.isfinite(exec_time):  # pragma: no cover - defensive
@@ -460,5 +678,31 @@ def build_result(
         exc_info=exc_info,
         exec_time=exec_time,
         timed_out=timed_out,
-        output_truncated=cut_out or cut_err or cut_term,
+        output_truncated=stdout_cut or stderr_cut or cut_term,
     )
+
+
+def result_from_captures(
+    workdir: Path,
+    stdout: OutputCapture,
+    stderr: OutputCapture,
+    exit_code: int | None,
+    exec_time: float,
+    timed_out: bool,
+    timeout: float | None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    oom_killed: bool = False,
+    owner: tuple[int, int] | None = None,
+) -> ExecutionResult:
+    """Write both captures to ``workdir/stdout.txt``/``stderr.txt`` (:func:`write_output_file`)
+    and return the result (:func:`make_result`) with each stream bounded to ``max_output_bytes``.
+
+    Raises:
+        SandboxError: a log file cannot be written.
+    """
+    write_output_file(workdir, STDOUT_FILE, stdout.data(), owner)
+    write_output_file(workdir, STDERR_FILE, stderr.data(), owner)
+    out, out_cut = stdout.bounded(max_output_bytes)
+    err, err_cut = stderr.bounded(max_output_bytes)
+    return make_result(out, out_cut, err, err_cut, exit_code, exec_time, timed_out, timeout,
+                       max_output_bytes, oom_killed)

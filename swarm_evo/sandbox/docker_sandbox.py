@@ -14,15 +14,23 @@ would leave a container behind when ``start`` fails). The container:
   ``PYTHONUNBUFFERED``, ``MPLBACKEND``) — API keys never reach it;
 * gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``), leased per execution.
 
-Logs are capped by the json-file log driver and bounded again like the local backend's, and
-exc_type is classified by the same :func:`~swarm_evo.sandbox.base.classify_failure` (exit
-137 with ``OOMKilled`` -> MemoryError, timeout -> TimeoutError).
+stdout and stderr are read live from an attach stream into the local backend's bounded
+captures (:class:`~swarm_evo.sandbox.base.OutputCapture`: at most ``max_log_bytes`` each on
+disk, head + ``[... N bytes truncated ...]`` + tail, exact counts); the json-file log driver
+keeps its own copy capped (``docker logs``; the fallback when attaching fails). exc_type is
+classified by the same :func:`~swarm_evo.sandbox.base.classify_failure` (exit 137 with
+``OOMKilled`` -> MemoryError, timeout -> TimeoutError).
+
+Every container carries :data:`LABEL` (the node directory's name) and :data:`WORKDIR_LABEL`
+(its absolute path): a run process that is SIGKILLed mid-execution never reaches its
+``finally``, and :func:`remove_stray_containers` removes what it left on resume.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -30,15 +38,21 @@ from pathlib import Path
 from swarm_evo.sandbox.base import (
     DEFAULT_MAX_OUTPUT_BYTES,
     INPUT_DIR,
+    LOG_FILE_FACTOR,
+    NOBODY_GID,
+    NOBODY_UID,
     SOLUTION_FILE,
-    STDERR_FILE,
-    STDOUT_FILE,
     ExecutionResult,
+    OutputCapture,
     SandboxError,
     SandboxUnavailableError,
-    build_result,
+    default_memory_limit_mb,
+    hand_over_workdir,
+    host_memory_mb,
     prepare_workdir,
+    result_from_captures,
     scrub_env,
+    take_back_workdir,
 )
 from swarm_evo.sandbox.gpus import (
     NVIDIA_FIX,
@@ -57,8 +71,14 @@ LABEL = "org.swarm-evo.execution"
 value is the node directory's name. (The image's own label, ``org.swarm-evo.sandbox``, is
 inherited by every container of the image, including ``docker build`` steps.)"""
 
-NOBODY = "65534:65534"
+WORKDIR_LABEL = "org.swarm-evo.workdir"
+"""Label on every container of this backend: the absolute path of its node directory
+(:func:`remove_stray_containers` selects by it)."""
+
+NOBODY = f"{NOBODY_UID}:{NOBODY_GID}"
 """User of the program when the orchestrator runs as root (``nobody:nogroup``)."""
+
+__all__ = ["DEFAULT_IMAGE", "LABEL", "WORKDIR_LABEL", "DockerSandbox", "host_memory_mb", "remove_stray_containers"]
 
 BUILD_HINT = "build it with `bash deployments/build-sandbox-image-offline.sh {image}` (no registry needed) " \
     "or `docker build -f deployments/sandbox.Dockerfile -t {image} deployments`"
@@ -70,11 +90,6 @@ def _docker():
     except ImportError as exc:  # pragma: no cover - docker is a dependency
         raise SandboxUnavailableError("the docker SDK is not installed: pip install docker") from exc
     return docker
-
-
-def host_memory_mb() -> int:
-    """Physical memory of this host in MiB (``sysconf``)."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
 
 
 class DockerSandbox:
@@ -92,6 +107,8 @@ class DockerSandbox:
         num_threads: BLAS/OpenMP threads exported to the program.
         max_output_bytes: cap on each of stdout, stderr and term_out in the result.
         client: a ``docker.DockerClient`` (default ``docker.from_env()``).
+        max_log_bytes: cap of each of ``stdout.txt``/``stderr.txt`` on disk (bytes; default
+            ``10 * max_output_bytes``).
 
     Raises:
         SandboxUnavailableError: the Docker daemon does not answer (message names the fix).
@@ -110,6 +127,7 @@ class DockerSandbox:
         num_threads: int | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         client=None,
+        max_log_bytes: int | None = None,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -126,7 +144,7 @@ class DockerSandbox:
         self.client = client
         self.image = image
         workers = max(1, parallel_workers)
-        self.memory_limit_mb = int(memory_limit_mb or max(256, host_memory_mb() // workers))
+        self.memory_limit_mb = int(memory_limit_mb or default_memory_limit_mb(workers))
         self.cpus = float(cpus or max(0.5, (os.cpu_count() or 1) / workers))
         self.pids_limit = int(pids_limit)
         self.shm_size_mb = int(shm_size_mb)
@@ -134,6 +152,7 @@ class DockerSandbox:
         self.devices = DevicePool(gpus, workers)
         self.num_threads = num_threads
         self.max_output_bytes = int(max_output_bytes)
+        self.max_log_bytes = max(self.max_output_bytes, int(max_log_bytes or LOG_FILE_FACTOR * self.max_output_bytes))
         self._check_image()
 
     # ------------------------------------------------------------------ setup
@@ -173,12 +192,12 @@ class DockerSandbox:
             ),
         ]
         request = device_request(gpus)
-        log_cap = max(4 * self.max_output_bytes, 1_000_000)
+        log_cap = max(self.max_log_bytes, 1_000_000)
         return dict(
             image=self.image,
             command=["python", SOLUTION_FILE],
             name=name,
-            labels={LABEL: workdir.name},
+            labels={LABEL: workdir.name, WORKDIR_LABEL: str(workdir)},
             working_dir=CONTAINER_WORKDIR,
             user=self.user(),
             environment=self.environment(),
@@ -239,24 +258,26 @@ class DockerSandbox:
         workdir = Path(workdir).resolve()
         prepare_workdir(code, workdir, public_dir, link_input=False)
         _mount_point(workdir / INPUT_DIR)
-        owner = _hand_over(workdir) if os.getuid() == 0 else None
+        owner = hand_over_workdir(workdir, NOBODY_UID, NOBODY_GID) if os.getuid() == 0 else None
         try:
             with self.devices.lease() as gpus:
                 container = self.create_container(workdir, public_dir, gpus)
                 try:
-                    return self._run(container, workdir, timeout, gpus)
+                    return self._run(container, workdir, timeout, gpus, owner)
                 finally:
                     with suppress(Exception):
                         container.remove(force=True)
         finally:
             if owner is not None:
-                _take_back(workdir, owner)
+                take_back_workdir(workdir, owner, NOBODY_UID)
 
-    def _run(self, container, workdir: Path, timeout: float, gpus: GpuSpec) -> ExecutionResult:
+    def _run(self, container, workdir: Path, timeout: float, gpus: GpuSpec, owner=None) -> ExecutionResult:
         docker = _docker()
         import requests
 
         timed_out = False
+        out, err = OutputCapture(self.max_log_bytes), OutputCapture(self.max_log_bytes)
+        reader = _attach(container, out, err)
         try:
             container.start()
         except docker.errors.APIError as exc:
@@ -287,24 +308,90 @@ class DockerSandbox:
         exec_time = time.monotonic() - start
         container.reload()
         oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
-        _write_logs(container, workdir)
-        return build_result(
+        if reader is not None:
+            reader.join(timeout=30)
+        if reader is None or reader.is_alive() or getattr(reader, "failed", False):
+            out, err = _logs_capture(container, self.max_log_bytes)
+        return result_from_captures(
             workdir,
+            out,
+            err,
             exit_code=exit_code,
             exec_time=exec_time,
             timed_out=timed_out,
             timeout=timeout,
             max_output_bytes=self.max_output_bytes,
             oom_killed=oom_killed and not timed_out,
+            owner=owner,
         )
 
 
-def _write_logs(container, workdir: Path) -> None:
-    """Write the container's stdout and stderr logs to the node directory's files."""
-    for name, streams in ((STDOUT_FILE, dict(stdout=True, stderr=False)), (STDERR_FILE, dict(stdout=False, stderr=True))):
-        with open(workdir / name, "wb") as fh:
-            for chunk in container.logs(stream=True, **streams):
-                fh.write(chunk)
+def _attach(container, out: OutputCapture, err: OutputCapture) -> threading.Thread | None:
+    """Attach to the (created, not started) container; a thread feeds its stdout/stderr frames
+    into ``out``/``err`` until the container stops. None when attaching fails (the caller then
+    reads the capped json-file logs); the thread's ``failed`` is set if the stream broke."""
+    try:
+        stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+    except Exception:  # noqa: BLE001 - any failure falls back to the logs
+        return None
+
+    def run() -> None:
+        try:
+            for chunk_out, chunk_err in stream:
+                if chunk_out:
+                    out.feed(chunk_out)
+                if chunk_err:
+                    err.feed(chunk_err)
+        except Exception:  # noqa: BLE001
+            thread.failed = True
+        finally:
+            with suppress(Exception):
+                stream.close()
+
+    thread = threading.Thread(target=run, name="docker-attach", daemon=True)
+    thread.failed = False
+    thread.start()
+    return thread
+
+
+def _logs_capture(container, max_bytes: int) -> tuple[OutputCapture, OutputCapture]:
+    """The container's (capped) json-file logs as captures: the fallback of :func:`_attach`."""
+    out, err = OutputCapture(max_bytes), OutputCapture(max_bytes)
+    for capture, streams in ((out, dict(stdout=True, stderr=False)), (err, dict(stdout=False, stderr=True))):
+        for chunk in container.logs(stream=True, **streams):
+            capture.feed(chunk)
+    return out, err
+
+
+def remove_stray_containers(under: Path, client=None) -> list[str]:
+    """Force-remove this backend's containers whose node directory lies under ``under``.
+
+    A run process SIGKILLed during an execution leaves its container running (its ``finally``
+    never ran); call this when the run is resumed, with the run directory. Containers are
+    selected by :data:`WORKDIR_LABEL` (absolute path, compared after resolving ``under``).
+
+    Returns:
+        The names of the containers removed (possibly empty).
+
+    Raises:
+        SandboxUnavailableError: no Docker daemon answers (only when ``client`` is None).
+    """
+    docker = _docker()
+    if client is None:
+        try:
+            client = docker.from_env()
+            client.ping()
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailableError(f"cannot reach the Docker daemon ({exc})") from None
+    root = Path(under).resolve()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": WORKDIR_LABEL}):
+        path = Path(container.labels.get(WORKDIR_LABEL) or "/nonexistent-workdir-label")
+        if path == root or root in path.parents:
+            with suppress(docker.errors.NotFound):
+                container.remove(force=True)
+                removed.append(container.name)
+    return removed
 
 
 def _mount_point(path: Path) -> None:
@@ -312,24 +399,3 @@ def _mount_point(path: Path) -> None:
     if path.is_symlink():
         path.unlink()
     path.mkdir(exist_ok=True)
-
-
-def _hand_over(workdir: Path) -> tuple[int, int]:
-    """Give the writable parts of ``workdir`` to the unprivileged container user; return the old owner."""
-    stat = workdir.stat()
-    uid, gid = (int(x) for x in NOBODY.split(":"))
-    for path in (workdir, workdir / "working", workdir / "submission", workdir / SOLUTION_FILE):
-        os.chown(path, uid, gid)
-    return stat.st_uid, stat.st_gid
-
-
-def _take_back(workdir: Path, owner: tuple[int, int]) -> None:
-    """Return everything the container wrote in ``workdir`` to its previous owner."""
-    uid, gid = owner
-    with suppress(OSError):
-        os.chown(workdir, uid, gid)
-    for root, dirs, files in os.walk(workdir):
-        dirs[:] = [d for d in dirs if not (root == str(workdir) and d == INPUT_DIR)]
-        for name in dirs + files:
-            with suppress(OSError):
-                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)

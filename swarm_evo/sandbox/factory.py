@@ -50,4 +50,7 @@ def make_sandbox(config: RunConfig) -> Sandbox:
         max_output_bytes=cfg.max_output_bytes,
         memory_limit_mb=cfg.memory_limit_mb,
         num_threads=threads,
+        pids_limit=cfg.pids_limit,
+        parallel_workers=config.search.parallel_workers,
+        shm_size_mb=cfg.shm_size_mb,
     )

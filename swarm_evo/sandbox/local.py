@@ -1,15 +1,53 @@
 """Local-process sandbox backend: a fresh Python process per execution (SPEC §10).
 
-The program runs as ``python solution.py`` with the node directory as cwd, in its own session
-and process group (``start_new_session=True``) so that a timeout kills it *and* every child it
-spawned (SIGKILL to the group). stdout/stderr go to files in the node directory and are read
-back bounded; the environment is scrubbed of secrets; an optional address-space limit
-(``RLIMIT_AS``) turns runaway allocations into ``MemoryError``.
+The program runs as ``python solution.py`` with the node directory as cwd, under a small
+supervisor (:mod:`swarm_evo.sandbox.supervisor`, run by path with the sandbox interpreter)
+that enforces the timeout and guarantees that nothing the program started outlives it:
+
+* **Process tree.** When the orchestrator runs as root, the program runs in its own PID
+  namespace: when it ends, times out, or the run process itself is SIGKILLed, the kernel
+  kills every process it left, daemons included (``setsid``, double forks). Otherwise the
+  supervisor is a child subreaper and kills the program's descendants pass after pass.
+* **User and file system.** As root, the program runs as ``nobody`` (uid/gid 65534, no
+  supplementary groups, no new privileges) in a private mount namespace: its node directory
+  is handed over to nobody for the execution (and taken back after), the public data behind
+  ``input`` is a read-only bind mount, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are private
+  size-limited tmpfs, ``HOME`` is ``working/.home``. So it can neither delete ``../`` (other
+  nodes, the journal) nor the public data, nor write anywhere else on the host; directories
+  nobody cannot enter (``/root``, ``/tmp/pytest-of-root``) show it only the entries it needs
+  (interpreter, node directory, data); the public data itself must be readable by others.
+  **Limitation:** when the orchestrator is not root, the
+  program runs as the orchestrator's own user with that user's file access: only the Docker
+  backend isolates the file system then.
+* **Limits.** ``RLIMIT_NPROC`` (the processes the program's user already has plus
+  ``pids_limit``: a fork bomb gets EAGAIN), ``RLIMIT_DATA`` (``memory_limit_mb``, default host
+  memory / parallel workers: a memory hog gets ``MemoryError``; ``RLIMIT_DATA`` rather than
+  ``RLIMIT_AS`` because the thread stacks and allocator arenas that multi-threaded numerical
+  libraries reserve count fully against address space: a scikit-learn + LightGBM program
+  with 8 threads measured VmSize 1.25 GB, VmData 370 MB, RSS 190 MB), no core dumps, and
+  ``oom_score_adj`` 1000 (if the host runs out of memory first, its OOM killer takes the
+  program, reported as ``MemoryError``, not the run process). Note that
+  ``RLIMIT_NPROC`` is per user and not enforced for root (the fallback below).
+* **Output.** stdout and stderr are pipes read by the run process: each keeps at most
+  ``max_log_bytes`` (head, ``[... N bytes truncated ...]``, tail) in ``stdout.txt`` /
+  ``stderr.txt``, written after the run without following links the program planted, so
+  gigabytes of output cost neither disk nor memory.
+* **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.base.scrub_env`); as
+  ``nobody`` in its PID namespace the program cannot read other processes' environments.
+
+``exec_time`` is the program's wall time measured by the supervisor from just before its fork
+to its exit (namespace setup and interpreter startup of the supervisor are outside it).
+Fallbacks: a root orchestrator that may not create namespaces (a container without
+CAP_SYS_ADMIN) gets the subreaper and, when nobody cannot reach the interpreter or the node
+directory, keeps running programs as root (a warning is logged).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -19,38 +57,78 @@ from typing import Mapping
 
 from swarm_evo.sandbox.base import (
     DEFAULT_MAX_OUTPUT_BYTES,
+    LOG_FILE_FACTOR,
+    NOBODY_GID,
+    NOBODY_UID,
     SOLUTION_FILE,
-    STDERR_FILE,
-    STDOUT_FILE,
+    WORKING_DIR,
     ExecutionResult,
+    OutputCapture,
     SandboxError,
-    build_result,
+    default_memory_limit_mb,
+    hand_over_workdir,
     prepare_workdir,
+    pump,
+    result_from_captures,
     scrub_env,
+    take_back_workdir,
 )
 
-# Sets RLIMIT_AS and then replaces itself with the real interpreter running solution.py, so
-# the limit applies without a preexec_fn (which is unsafe when the caller runs threads).
-_LIMIT_LAUNCHER = (
-    "import os, resource, sys\n"
-    "limit = int(sys.argv[1])\n"
-    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
-    "os.execv(sys.executable, [sys.executable] + sys.argv[2:])\n"
-)
+log = logging.getLogger(__name__)
+
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+"""The supervisor script (standard library only), run by path with the sandbox interpreter."""
+
+HOME_DIR = ".home"
+"""``HOME`` of a program run as nobody: ``working/.home`` (created per execution)."""
+
+BACKSTOP_SECONDS = 4.0
+"""The run process kills the supervisor this long after the program's timeout if it has not
+reported (the supervisor itself kills the program at the timeout)."""
+
+_warned: set[str] = set()
+
+
+def process_count(uid: int) -> int:
+    """Processes and threads (tasks) whose real uid is ``uid`` right now (``/proc``)."""
+    count = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields.get("Threads", "1").strip() or 1)
+        except (OSError, KeyError, ValueError):
+            continue
+    return count
 
 
 class LocalSandbox:
     """Run programs as local processes (the embedded default backend of SPEC §10).
 
     Args:
-        max_output_bytes: cap on each of stdout, stderr and term_out kept in the result; the
-            files on disk keep everything the program wrote.
-        memory_limit_mb: address-space limit (``RLIMIT_AS``, MiB) for the program, or None.
-            Note that address space exceeds resident memory (threads, mmaps); leave headroom.
-        python: interpreter that runs the program (default: the current one).
+        max_output_bytes: cap on each of stdout, stderr and term_out kept in the result (bytes).
+        memory_limit_mb: data-segment limit (``RLIMIT_DATA``, MiB) of the program; default
+            host memory / ``parallel_workers`` (the Docker backend's rule). Allocations past
+            it raise ``MemoryError`` in the program.
+        python: interpreter that runs the program and the supervisor (default: the current).
         num_threads: BLAS/OpenMP thread counts exported to the program (default: CPU count;
             variables already set in the environment are kept).
         extra_env: variables added after scrubbing (e.g. ``CUDA_VISIBLE_DEVICES``).
+        pids_limit: processes and threads the program may add to those its user already has
+            (``RLIMIT_NPROC``; config ``sandbox.pids_limit``). Not enforced for root.
+        parallel_workers: executions at once, for the default memory limit.
+        max_log_bytes: cap of each of ``stdout.txt``/``stderr.txt`` on disk (bytes; default
+            ``10 * max_output_bytes``, at least ``max_output_bytes``).
+        tmp_size_mb, shm_size_mb: sizes of the private ``/tmp`` (and ``/var/tmp``) and
+            ``/dev/shm`` tmpfs (root only; they count against host memory, not the limit).
+        isolate: run programs as nobody in namespaces when root (default True; False keeps the
+            old behaviour: the caller's user, process group and subreaper only).
+
+    Raises:
+        ValueError: ``max_output_bytes`` < 1024.
 
     Thread-safe: parallel ``execute`` calls with different workdirs do not interfere.
     Programs see the host's GPUs directly; there is nothing to share out (``gpu_limit`` None).
@@ -65,79 +143,177 @@ class LocalSandbox:
         python: str = sys.executable,
         num_threads: int | None = None,
         extra_env: Mapping[str, str] | None = None,
+        pids_limit: int = 512,
+        parallel_workers: int = 1,
+        max_log_bytes: int | None = None,
+        tmp_size_mb: int = 512,
+        shm_size_mb: int = 1024,
+        isolate: bool = True,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
         self.max_output_bytes = int(max_output_bytes)
-        self.memory_limit_mb = memory_limit_mb
+        self.max_log_bytes = max(self.max_output_bytes, int(max_log_bytes or LOG_FILE_FACTOR * self.max_output_bytes))
+        self.memory_limit_mb = int(memory_limit_mb or default_memory_limit_mb(parallel_workers))
         self.python = python
         self.num_threads = num_threads
         self.extra_env = dict(extra_env or {})
+        self.pids_limit = int(pids_limit)
+        self.tmp_size_mb = int(tmp_size_mb)
+        self.shm_size_mb = int(shm_size_mb)
+        self.isolate = bool(isolate)
 
     def command(self) -> list[str]:
-        """The argv that runs ``solution.py`` (with the memory-limit launcher when set)."""
-        if self.memory_limit_mb:
-            limit = int(self.memory_limit_mb) * 1024 * 1024
-            return [self.python, "-c", _LIMIT_LAUNCHER, str(limit), SOLUTION_FILE]
+        """The argv of the program itself (run by the supervisor in the node directory)."""
         return [self.python, SOLUTION_FILE]
+
+    def program_user(self) -> tuple[int, int] | None:
+        """``(uid, gid)`` programs run as: nobody when we are root and isolate, else None (ours)."""
+        return (NOBODY_UID, NOBODY_GID) if self.isolate and os.geteuid() == 0 else None
 
     def execute(self, code: str, workdir: Path, public_dir: Path, timeout: float) -> ExecutionResult:
         """Run ``code`` as ``workdir/solution.py`` for at most ``timeout`` seconds.
 
         Creates ``input`` (symlink to ``public_dir``; an existing ``input`` is kept),
-        ``working/`` and ``submission/``; writes ``stdout.txt``/``stderr.txt`` in ``workdir``.
-        At the timeout the whole process group gets SIGKILL. After a normal exit, leftover
-        processes of the group (background children) are killed too.
+        ``working/`` and ``submission/``; writes ``stdout.txt``/``stderr.txt`` (bounded) in
+        ``workdir`` once the program and all its processes are gone. At the timeout the
+        program gets SIGKILL (SIGTERM is not asked for); whatever it leaves is killed too.
 
         Raises:
-            SandboxError: the interpreter cannot be started or the workdir prepared.
+            SandboxError: the interpreter cannot be started, the workdir prepared, or the
+                supervisor failed (namespace setup, exec of the program).
         """
         workdir = Path(workdir).resolve()
         prepare_workdir(code, workdir, public_dir)
         env = scrub_env(num_threads=self.num_threads, extra=self.extra_env)
-        timed_out = False
-        start = time.monotonic()
-        with open(workdir / STDOUT_FILE, "wb") as out, open(workdir / STDERR_FILE, "wb") as err:
+        user = self.program_user()
+        owner = None
+        if user is not None:
+            home = workdir / WORKING_DIR / HOME_DIR
+            home.mkdir(exist_ok=True)
+            env["HOME"] = str(home)
             try:
-                proc = subprocess.Popen(
-                    self.command(),
-                    cwd=workdir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                    close_fds=True,
-                )
+                owner = hand_over_workdir(workdir, *user)
             except OSError as exc:
-                raise SandboxError(f"cannot start {self.python!r}: {exc}") from exc
+                raise SandboxError(f"cannot hand {workdir} over to uid {user[0]}: {exc}") from exc
+        try:
+            return self._run(workdir, Path(public_dir), env, user, float(timeout), owner)
+        finally:
+            if owner is not None:
+                take_back_workdir(workdir, owner, user[0])
+
+    def _config(self, workdir: Path, public_dir: Path, user, timeout: float, status_fd: int) -> dict:
+        uid = user[0] if user is not None else os.getuid()
+        return {
+            "argv": self.command(),
+            "workdir": str(workdir),
+            "timeout": timeout,
+            "status_fd": status_fd,
+            "parent_pid": os.getpid(),
+            "uid": user[0] if user is not None else None,
+            "gid": user[1] if user is not None else None,
+            "namespaces": user is not None,
+            "memory_bytes": self.memory_limit_mb * 1024 * 1024,
+            "nproc": process_count(uid) + self.pids_limit if uid != 0 else None,
+            "readonly": [str(Path(public_dir).resolve())] if public_dir is not None else [],
+            "tmp_size_mb": self.tmp_size_mb,
+            "shm_size_mb": self.shm_size_mb,
+        }
+
+    def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner) -> ExecutionResult:
+        status_r, status_w = os.pipe()
+        cfg = self._config(workdir, public_dir, user, timeout, status_w)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [self.python, "-I", str(SUPERVISOR), json.dumps(cfg)],
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(status_w,),
+            )
+        except OSError as exc:
+            os.close(status_r)
+            raise SandboxError(f"cannot start {self.python!r}: {exc}") from exc
+        finally:
+            os.close(status_w)
+        out, err = OutputCapture(self.max_log_bytes), OutputCapture(self.max_log_bytes)
+        threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
+        backstop = False
+        try:
+            report_bytes, backstop = _read_report(status_r, started + timeout + BACKSTOP_SECONDS)
+            if backstop:
+                _stop(proc, signal.SIGKILL)
+            proc.wait()
+        except BaseException:
+            # Caller interrupted (KeyboardInterrupt, flow cancellation): never leak processes.
+            _stop(proc, signal.SIGTERM)
             try:
-                proc.wait(timeout=max(0.0, float(timeout)))
+                proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc.pid)
+                _stop(proc, signal.SIGKILL)
                 proc.wait()
-            except BaseException:
-                # Caller interrupted (KeyboardInterrupt, flow cancellation): never leak processes.
-                _kill_group(proc.pid)
-                proc.wait()
-                raise
-            else:
-                _kill_group(proc.pid)  # reap background children left behind
-        exec_time = time.monotonic() - start
-        return build_result(
+            raise
+        finally:
+            os.close(status_r)
+            for t in threads:
+                t.join(timeout=10)
+        report = _parse_report(report_bytes)
+        if backstop:
+            report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": True}
+        elif report is None or report.get("error"):
+            detail = (report or {}).get("error") or f"no report (exit {proc.returncode})"
+            raise SandboxError(f"local sandbox failed: {detail}; stderr: {err.data()[-2000:].decode(errors='replace')}")
+        for warning in report.get("warnings") or []:
+            if warning not in _warned:
+                _warned.add(warning)
+                log.warning("local sandbox: %s", warning)
+        status = report.get("status")
+        exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
+        return result_from_captures(
             workdir,
-            exit_code=proc.returncode,
-            exec_time=exec_time,
-            timed_out=timed_out,
+            out,
+            err,
+            exit_code=exit_code,
+            exec_time=float(report.get("exec_time") or 0.0),
+            timed_out=bool(report.get("timed_out")),
             timeout=timeout,
             max_output_bytes=self.max_output_bytes,
+            owner=owner,
         )
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGKILL every process of group ``pgid``; a group that is already gone is fine."""
+def _read_report(fd: int, deadline: float) -> tuple[bytes, bool]:
+    """Read the supervisor's report until EOF or ``deadline`` (monotonic); ``(data, late)``."""
+    chunks = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"".join(chunks), True
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+
+
+def _parse_report(data: bytes) -> dict | None:
     try:
-        os.killpg(pgid, signal.SIGKILL)
+        report = json.loads(data) if data else None
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the supervisor (its PID-namespace init and the program die with it)."""
+    try:
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
