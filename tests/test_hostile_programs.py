@@ -427,3 +427,24 @@ def test_non_root_orchestrator_subreaper_and_nproc() -> None:
         assert_stops_growing(root / "run" / "orphans" / "working" / "heartbeat2.txt")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_links_out_of_the_workdir_are_removed_before_the_host_reads(backend: Backend, scene: Scene) -> None:
+    """A program that plants ``submission.csv -> <host file>`` (or links a directory out)
+    cannot make the host's readers (validator, grader, harness, prompts) expose that file:
+    links leaving the workdir are gone when ``execute`` returns; links inside it stay."""
+    secret = scene.root / "host-secret.txt"
+    secret.write_text("SECRET-" + scene.marker)
+    code = (
+        "import os\n"
+        f"os.symlink({str(secret)!r}, 'submission/submission.csv')\n"
+        f"os.symlink({str(scene.root)!r}, 'working/host_dir')\n"
+        "os.symlink('../solution.py', 'working/inside_link')\n"
+        "print('Validation metric: 1.0')\n"
+    )
+    res = backend.sandbox.execute(code, scene.workdir, scene.public, TIMEOUT)
+    assert res.ok, res.term_out
+    assert not os.path.lexists(scene.workdir / "submission" / "submission.csv")
+    assert not os.path.lexists(scene.workdir / "working" / "host_dir")
+    assert (scene.workdir / "working" / "inside_link").is_symlink()
+    assert secret.read_text() == "SECRET-" + scene.marker

@@ -221,6 +221,37 @@ def take_back_workdir(workdir: Path, owner: tuple[int, int], uid: int = NOBODY_U
                     os.chown(path, ouid, ogid, follow_symlinks=False)
 
 
+def remove_escaping_links(workdir: Path, public_dir: Path | None = None) -> list[str]:
+    """Delete every symlink under ``workdir`` that resolves outside it; return their paths
+    (relative to ``workdir``).
+
+    The host reads files the program wrote (``submission/submission.csv``, ``outputs.json``,
+    the auxiliary metrics' inputs) after the execution, as the run's user (root here): a link
+    planted by the program (``submission.csv -> /etc/shadow``) would make those readers, and
+    so scores, errors and prompts, expose host files. Links that stay inside ``workdir`` are
+    kept, and so is ``input`` when it points at ``public_dir`` (the local backend's own link).
+    Run only once every process of the program is gone (nothing can race the walk).
+    """
+    workdir = Path(workdir)
+    root = os.path.realpath(workdir)
+    allowed_input = os.path.realpath(public_dir) if public_dir is not None else None
+    removed = []
+    for current, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            path = os.path.join(current, name)
+            if not os.path.islink(path):
+                continue
+            target = os.path.realpath(path)
+            rel = os.path.relpath(path, workdir)
+            if rel == INPUT_DIR and target == allowed_input:
+                continue
+            if target != root and not target.startswith(root + os.sep):
+                with suppress(OSError):
+                    os.unlink(path)
+                    removed.append(rel)
+    return removed
+
+
 # --------------------------------------------------------------------------------------
 # Environment
 # --------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from swarm_evo.sandbox.base import (
     hand_over_workdir,
     host_memory_mb,
     prepare_workdir,
+    remove_escaping_links,
     result_from_captures,
     scrub_env,
     take_back_workdir,
@@ -270,6 +271,7 @@ class DockerSandbox:
         finally:
             if owner is not None:
                 take_back_workdir(workdir, owner, NOBODY_UID)
+            remove_escaping_links(workdir)
 
     def _run(self, container, workdir: Path, timeout: float, gpus: GpuSpec, owner=None) -> ExecutionResult:
         docker = _docker()

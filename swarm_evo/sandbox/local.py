@@ -69,6 +69,7 @@ from swarm_evo.sandbox.base import (
     hand_over_workdir,
     prepare_workdir,
     pump,
+    remove_escaping_links,
     result_from_captures,
     scrub_env,
     take_back_workdir,
@@ -201,6 +202,7 @@ class LocalSandbox:
         finally:
             if owner is not None:
                 take_back_workdir(workdir, owner, user[0])
+            remove_escaping_links(workdir, public_dir)
 
     def _config(self, workdir: Path, public_dir: Path, user, timeout: float, status_fd: int) -> dict:
         uid = user[0] if user is not None else os.getuid()
