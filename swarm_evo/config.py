@@ -93,7 +93,7 @@ class SandboxConfig(_Section):
     memory_limit_mb: int | None = Field(
         None, ge=64,
         description="local: data-segment limit (RLIMIT_DATA) per program; docker: container memory "
-        "limit, swap included (default for both: host memory / parallel_workers).",
+        "limit, swap included (default for both: 80 % of host memory / parallel_workers).",
     )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(

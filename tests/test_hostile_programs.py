@@ -358,8 +358,8 @@ def test_remove_stray_containers_only_touches_its_directory(request, tmp_path: P
 def test_local_defaults_follow_the_docker_rules() -> None:
     from swarm_evo.sandbox.base import host_memory_mb
 
-    assert LocalSandbox().memory_limit_mb == host_memory_mb()
-    assert LocalSandbox(parallel_workers=4).memory_limit_mb == max(256, host_memory_mb() // 4)
+    assert LocalSandbox().memory_limit_mb == int(host_memory_mb() * 0.8)
+    assert LocalSandbox(parallel_workers=4).memory_limit_mb == max(256, int(host_memory_mb() * 0.8) // 4)
     assert LocalSandbox(memory_limit_mb=700).memory_limit_mb == 700
     assert LocalSandbox(max_output_bytes=2000).max_log_bytes == 20_000
 

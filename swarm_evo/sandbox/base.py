@@ -55,12 +55,16 @@ def host_memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
 
 
-def default_memory_limit_mb(parallel_workers: int = 1) -> int:
-    """Memory per program when none is configured: host memory / parallel workers (MiB, >= 256).
+HOST_MEMORY_SHARE = 0.8
+"""Share of host memory the programs may use together; the rest is for the run process
+(~0.5 GB), its Prefect API and the OS, so the programs hit their own limit before the host's
+OOM killer has to choose."""
 
-    The rule of the Docker backend (SPEC §10, ``sandbox.memory_limit_mb``), shared by both.
-    """
-    return max(256, host_memory_mb() // max(1, int(parallel_workers)))
+
+def default_memory_limit_mb(parallel_workers: int = 1) -> int:
+    """Memory per program when none is configured (SPEC §10, ``sandbox.memory_limit_mb``; both
+    backends): ``HOST_MEMORY_SHARE`` × host memory / parallel workers, in MiB, at least 256."""
+    return max(256, int(host_memory_mb() * HOST_MEMORY_SHARE) // max(1, int(parallel_workers)))
 
 
 class SandboxError(RuntimeError):

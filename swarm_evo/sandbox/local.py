@@ -112,7 +112,7 @@ class LocalSandbox:
     Args:
         max_output_bytes: cap on each of stdout, stderr and term_out kept in the result (bytes).
         memory_limit_mb: data-segment limit (``RLIMIT_DATA``, MiB) of the program; default
-            host memory / ``parallel_workers`` (the Docker backend's rule). Allocations past
+            80 % of host memory / ``parallel_workers`` (the Docker backend's rule). Allocations past
             it raise ``MemoryError`` in the program.
         python: interpreter that runs the program and the supervisor (default: the current).
         num_threads: BLAS/OpenMP thread counts exported to the program (default: CPU count;
