@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("resume", help="continue a run from its run directory after a crash or a stop")
     c.add_argument("run_dir", type=Path, help="the run directory (holds journal.json)")
     c.add_argument("--max-steps", type=int, default=None, help="a new budget (nodes in the journal, all told)")
-    c.add_argument("--time-limit", type=float, default=None, help="seconds for this invocation")
+    c.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole run, time before the crash included")
     c.add_argument("--parallel-workers", type=int, default=None)
     c.add_argument("--executor", choices=("local", "docker"), default=None)
     c.add_argument("--image", default=None)

@@ -237,10 +237,11 @@ def open_session(
         objective=objective,
         endpoint=endpoint,
         journal=journal,
-        budget=Budget(
-            max_steps=config.search.max_steps,
-            used=len(journal),
+        budget=Budget.for_journal(  # a continued run goes on from the journal's count and age
+            len(journal),
+            config.search.max_steps,
             time_limit=config.search.time_limit,
+            elapsed=float(journal.info.get("elapsed_seconds") or 0.0) if continued else 0.0,
         ),
         sandbox=sandbox,
         runtime=runtime,

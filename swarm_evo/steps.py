@@ -554,6 +554,8 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     (agent, operation) and becomes an experience record."""
     with session.lock:
         node.metadata["quality"] = node_quality(session.journal, node)
+        # The run's age at this node, so a resumed run's time limit continues (Budget.for_journal).
+        session.journal.info["elapsed_seconds"] = round(session.budget.elapsed(), 3)
         session.journal.append(node)
     session.budget.commit(request.slot)
     release_request(session, request)

@@ -198,6 +198,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     state = json.loads((run_dir / "agents" / "dispatcher.json").read_text())
     assert sorted(state["applied"]) == sorted(agent_nodes), "the dispatcher saw each node once"
     assert sum(sum(ops.values()) for ops in state["updates"].values()) == len(agent_nodes)
+    assert journal["info"]["elapsed_seconds"] > 0, "the run's age is saved for the time limit"
     grade = json.loads((run_dir / "grade_report.json").read_text())
     assert grade["valid_submission"] is True
     # Nothing of the killed processes outlived them: no program, no Prefect API server.
@@ -234,3 +235,29 @@ def test_flow_resume_parameter_refuses_what_the_journal_fixes(prefect_server, tm
     with pytest.raises(RunDirectoryError, match="not a run directory"):
         two_phase_evo(resume=str(tmp_path / "missing"))
     assert not (tmp_path / "missing").exists()
+
+
+def test_time_limit_continues_across_resumes(tmp_path, breast_cancer):
+    """The run's age is saved with every node; a continued session's budget starts from it."""
+    from swarm_evo.config import RunConfig
+    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.session import close_session, open_session
+
+    config = RunConfig().with_overrides({"search.time_limit": 40.0})
+    run_dir = tmp_path / "run"
+
+    def session():
+        return open_session(competition_id="sklearn-breast-cancer", data_dir=breast_cancer, run_dir=run_dir,
+                            config=config, endpoint=endpoint_for(config.model))
+
+    first = session()
+    assert not first.budget.time_up() and first.resume_report is None
+    first.journal.info["elapsed_seconds"] = 50.0  # what append_node records at each node
+    first.journal.save()
+    close_session(run_dir)
+    again = session()
+    try:
+        assert again.resume_report is not None
+        assert again.budget.elapsed() >= 50.0 and again.budget.time_up()
+    finally:
+        close_session(run_dir)
