@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SHARED_DATA as DATA
 
 import swarm_evo.data_preview as dp
 from swarm_evo.data_preview import TOTENSOR_WARNING, preview_data
-
-from conftest import SHARED_DATA as DATA
 
 
 def write_png(path: Path, arr: np.ndarray) -> None:

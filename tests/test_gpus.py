@@ -8,7 +8,13 @@ import time
 import pytest
 
 from swarm_evo.config import ConfigError, RunConfig
-from swarm_evo.sandbox.gpus import DevicePool, default_limit_name, describe_spec, device_request, parse_gpus
+from swarm_evo.sandbox.gpus import (
+    DevicePool,
+    default_limit_name,
+    describe_spec,
+    device_request,
+    parse_gpus,
+)
 
 
 @pytest.mark.parametrize(

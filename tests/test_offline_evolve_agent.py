@@ -16,7 +16,11 @@ import pytest  # noqa: E402
 from swarm_evo.config import ModelConfig  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
 from swarm_evo.llm.client import complete_review, endpoint_for  # noqa: E402
-from swarm_evo.llm.offline.evolve_agent import LESSONS_TITLE, SUMMARY_CHARS, trim_summary  # noqa: E402
+from swarm_evo.llm.offline.evolve_agent import (  # noqa: E402
+    LESSONS_TITLE,
+    SUMMARY_CHARS,
+    trim_summary,
+)
 
 KEYS = ("role", "draft", "merge", "mutate", "rationale")
 TEXT_KEYS = ("role", "draft", "merge", "mutate")

@@ -27,7 +27,15 @@ import pytest  # noqa: E402
 
 from swarm_evo import genes as G  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
-from swarm_evo.llm.offline import program_ops as P  # noqa: E402
+from swarm_evo.llm.offline.program.alleles import (  # noqa: E402
+    allele_table,
+    current_allele,
+    gene_text,
+)
+from swarm_evo.llm.offline.program.faults import FAULT_KINDS, plant_fault  # noqa: E402
+from swarm_evo.llm.offline.program.params import find_params, perturb_value  # noqa: E402
+from swarm_evo.llm.offline.program.repairs import error_line  # noqa: E402
+from swarm_evo.llm.offline.program.tags import approach_tag, tag_signature  # noqa: E402
 from swarm_evo.llm.offline.respond import respond  # noqa: E402
 from swarm_evo.review import REVIEW_TOOL, REVIEW_TOOL_CHOICE  # noqa: E402
 
@@ -269,7 +277,7 @@ def evaluate(code: str, root: Path) -> dict:
                 "public_metrics": {"sum_of_radii": res["score"], "num_circles": 6},
                 "output": res, "term_out": out, "exc_type": None}
     exc = _exc_type(out) or "TimeoutError"
-    return {"correct": False, "error": P.error_line(out), "combined_score": 0.0, "public_metrics": {},
+    return {"correct": False, "error": error_line(out), "combined_score": 0.0, "public_metrics": {},
             "output": None, "term_out": out, "exc_type": exc}
 
 
@@ -279,7 +287,7 @@ def evaluate_many(codes: list[str], root: Path) -> list[dict]:
 
 
 def _params(text: str) -> dict[str, str]:
-    return {m.group("name"): m.group("value") for m in P.find_params(text)}
+    return {m.group("name"): m.group("value") for m in find_params(text)}
 
 
 @pytest.fixture(scope="module")
@@ -302,8 +310,8 @@ def test_draft_is_deterministic_diverse_and_runs(root, baseline):
         assert list(G.parse_genes(code)) == LOCI
         assert code.startswith(G.split_program(INITIAL)[0])  # preamble kept
         assert "Draft" in plan and ("parameters" in plan or "allele" in plan)
-        tag = P.approach_tag(code, _ctx("review", "t"))
-        assert P.tag_signature(tag) not in {P.tag_signature(h["approach_tag"]) for h in history}
+        tag = approach_tag(code, _ctx("review", "t"))
+        assert tag_signature(tag) not in {tag_signature(h["approach_tag"]) for h in history}
         history.append({"step": k, "approach_tag": tag, "metric": None})
         codes.append(code)
     assert len(set(codes)) == len(codes)
@@ -337,7 +345,7 @@ def test_mutate_changes_only_the_target_gene_and_keeps_valid_numbers(root):
                 assert ngenes[other] == genes[other]
         assert ngenes[locus] != genes[locus]
         assert locus in plan
-        cur = P.current_allele(locus, ngenes[locus], P.allele_table(ctx))
+        cur = current_allele(locus, ngenes[locus], allele_table(ctx))
         if cur is not None:
             swaps += 1
             assert G.normalise_gene(ngenes[locus]) == G.normalise_gene(ALLELES[locus][cur])
@@ -376,19 +384,19 @@ def test_perturb_value_rules():
     rng = random.Random(3)
     for lit in ["1", "2", "3", "10", "120", "0"]:
         for _ in range(200):
-            new = P.perturb_value(lit, rng)
+            new = perturb_value(lit, rng)
             assert new != lit and re.fullmatch(r"\d+", new)
             assert int(new) >= (1 if int(lit) > 0 else 0)
             assert int(new) in {int(lit) + d for d in (-3, -2, -1, 1, 2, 3)} | {int(lit) * 2, int(lit) // 2} \
                 or int(lit) <= 1
     for lit in ["0.02", "0.98", "1e-12", "2.5", "-0.5", "300.0"]:
         for _ in range(200):
-            new = P.perturb_value(lit, rng)
+            new = perturb_value(lit, rng)
             assert any(c in new for c in ".eE"), new
             ratio = float(new) / float(lit)
             assert 0.69 <= ratio <= 1.31 and float(new) != float(lit)
             assert len(new) <= 12
-    assert float(P.perturb_value("0.0", rng)) > 0
+    assert float(perturb_value("0.0", rng)) > 0
 
 
 # ----------------------------------------------------------------------------- merge
@@ -396,8 +404,8 @@ def test_perturb_value_rules():
 
 def test_merge_takes_the_planned_genes(root):
     other = G.render_program(G.split_program(INITIAL)[0], {
-        "LAYOUT": P.gene_text(ALLELES["LAYOUT"]["hex_rows"]), "RADII": G.parse_genes(INITIAL)["RADII"],
-        "REFINE": P.gene_text(ALLELES["REFINE"]["annealing"])})
+        "LAYOUT": gene_text(ALLELES["LAYOUT"]["hex_rows"]), "RADII": G.parse_genes(INITIAL)["RADII"],
+        "REFINE": gene_text(ALLELES["REFINE"]["annealing"])})
     plan_genes = {"LAYOUT": {"code": G.parse_genes(other)["LAYOUT"], "source_node_id": "n7"},
                   "REFINE": {"code": G.parse_genes(other)["REFINE"], "source_node_id": "n9"}}
     ctx = _ctx("merge", "merge-1", primary_parent_code=INITIAL, gene_plan=plan_genes)
@@ -418,10 +426,10 @@ def test_merge_takes_the_planned_genes(root):
 
 def test_planted_faults_fail_and_debug_repairs_them(root, baseline):
     cases = []
-    for kind in P.FAULT_KINDS:
+    for kind in FAULT_KINDS:
         for locus in LOCI:
             for seed in range(2):
-                code, desc = P.plant_fault(INITIAL, locus, random.Random(f"{kind}{locus}{seed}"), (kind,))
+                code, desc = plant_fault(INITIAL, locus, random.Random(f"{kind}{locus}{seed}"), (kind,))
                 if desc:
                     assert desc.startswith(kind)
                     assert G.split_program(code)[0] == G.split_program(INITIAL)[0]
@@ -430,7 +438,7 @@ def test_planted_faults_fail_and_debug_repairs_them(root, baseline):
                             assert G.parse_genes(code)[other] == G.parse_genes(INITIAL)[other]
                     cases.append((kind, locus, code, desc))
     kinds = {c[0] for c in cases}
-    assert kinds == set(P.FAULT_KINDS), kinds
+    assert kinds == set(FAULT_KINDS), kinds
     results = evaluate_many([c[2] for c in cases], root)
     expected = {"misspelled_name": {"NameError"}, "off_by_one": {"IndexError"},
                 "zero_divisor": {"ZeroDivisionError"}, "shape_error": {"IndexError", "ValueError", "TypeError"}}
@@ -452,7 +460,7 @@ def test_planted_faults_fail_and_debug_repairs_them(root, baseline):
 
 
 def test_irrelevant_debug_edit_keeps_the_bug(root):
-    code, desc = P.plant_fault(INITIAL, "RADII", random.Random(1), ("misspelled_name",))
+    code, desc = plant_fault(INITIAL, "RADII", random.Random(1), ("misspelled_name",))
     res = evaluate(code, root)
     _, kept = _reply(_ctx("debug", "dbg-none", code=code, term_out=res["term_out"], exc_type=res["exc_type"],
                           attempt=2, repair_rate=0.0))
@@ -533,7 +541,7 @@ def test_fix_restores_markers_stubs_syntax_and_entry(root, baseline):
 
 
 def test_review_fields_for_correct_and_failed_programs(root, baseline):
-    code = G.replace_gene(INITIAL, "REFINE", P.gene_text(ALLELES["REFINE"]["annealing"]))
+    code = G.replace_gene(INITIAL, "REFINE", gene_text(ALLELES["REFINE"]["annealing"]))
     res = evaluate(code, root)
     ev = {k: res[k] for k in ("correct", "error", "combined_score", "public_metrics")}
     ctx = _ctx("review", "rev-1", code=code, term_out=res["term_out"], exc_type=None, evaluation=ev)
@@ -555,7 +563,7 @@ def test_review_fields_for_correct_and_failed_programs(root, baseline):
     assert not any("allele 'annealing'" in s for s in suggestions)  # already used
     assert any(s.startswith("tune ") for s in suggestions)
 
-    bad, _ = P.plant_fault(INITIAL, "RADII", random.Random(0), ("misspelled_name",))
+    bad, _ = plant_fault(INITIAL, "RADII", random.Random(0), ("misspelled_name",))
     res = evaluate(bad, root)
     ev = {k: res[k] for k in ("correct", "error", "combined_score", "public_metrics")}
     args = respond(_ctx("review", "rev-2", code=bad, term_out=res["term_out"], exc_type=res["exc_type"],
@@ -694,7 +702,7 @@ def test_a_small_two_phase_run_improves_the_score(root, baseline):
         history.append({"step": k, "approach_tag": review["approach_tag"], "metric": review["metric"]})
         if res["correct"]:
             pool.append((res["combined_score"], code))
-    assert len({P.tag_signature(h["approach_tag"]) for h in history}) >= 4
+    assert len({tag_signature(h["approach_tag"]) for h in history}) >= 4
     best_draft = max(s for s, _ in pool)
     rng = random.Random(seed)
     for step in range(24):

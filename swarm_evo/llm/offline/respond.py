@@ -6,7 +6,7 @@ rewritten role/draft/merge/mutate agent texts, SPEC §9). All randomness comes f
 ``random.Random(f"{seed}:{call_key}")``, so the same CTX gives the same reply.
 
 A CTX with a ``problem`` key (program-optimisation problems: circle packing, TSP, code
-optimisation) is answered by :mod:`.program_ops` (draft, mutate, merge, debug, fix,
+optimisation) is answered by :mod:`.program` (draft, mutate, merge, debug, fix,
 auxiliary_metrics code replies; review tool call); evolve_agent stays generic.
 """
 
@@ -22,12 +22,13 @@ from . import (
     evolve_agent,
     faults,
     models,
-    program_ops,
     programs,
     repair,
     review,
 )
 from .dataset import DatasetInfo, infer_dataset
+from .program import review as program_review
+from .program.operations import HANDLERS as PROGRAM_HANDLERS
 
 
 @dataclass
@@ -157,11 +158,11 @@ def fix(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
 
 
 def respond_problem(ctx: dict, rng: random.Random) -> Reply:
-    """Answer a program-optimisation call (CTX with a ``problem`` key), see :mod:`.program_ops`."""
+    """Answer a program-optimisation call (CTX with a ``problem`` key), see :mod:`.program`."""
     purpose = ctx.get("purpose")
     if purpose == "review":
-        return Reply(tool_name="submit_review", tool_arguments=program_ops.review(ctx, rng))
-    handler = program_ops.HANDLERS.get(purpose)
+        return Reply(tool_name="submit_review", tool_arguments=program_review.review(ctx, rng))
+    handler = PROGRAM_HANDLERS.get(purpose)
     if handler is None:
         raise ValueError(f"offline model: unknown purpose {purpose!r} for a problem CTX")
     plan, code = handler(ctx, rng)
