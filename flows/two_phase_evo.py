@@ -21,8 +21,8 @@ from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
-from swarm_evo.resume import read_run_info
-from swarm_evo.session import RunDirectoryError, default_run_dir, open_session
+from swarm_evo.resume import check_policy, read_run_info
+from swarm_evo.session import default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -93,11 +93,7 @@ def record_policy(journal, policy: str) -> str:
         RunDirectoryError: the journal already has nodes of another policy (a journal
             without the key is a two_phase run); mixing policies would spoil the ablation.
     """
-    previous = journal.info.get("policy") or ("two_phase" if len(journal) else None)
-    if previous is not None and previous != policy and len(journal):
-        raise RunDirectoryError(
-            f"{journal.path} holds a {previous} run: continue it with policy {previous} or choose another run_dir"
-        )
+    check_policy(journal, policy)
     journal.info["policy"] = policy
     journal.save()
     return policy

@@ -64,6 +64,28 @@ class RunInfo(BaseModel):
     nodes: int
 
 
+def recorded_policy(info: dict, nodes: int) -> str | None:
+    """The search policy a journal's nodes were made with: ``info["policy"]``, or
+    ``two_phase`` for nodes written before the key existed; None for a journal without nodes
+    or key."""
+    return info.get("policy") or ("two_phase" if nodes else None)
+
+
+def check_policy(journal: Journal, policy: str) -> None:
+    """Refuse to continue a journal with nodes under another search policy (SPEC §12: mixing
+    policies in one run would spoil the ablation).
+
+    Raises:
+        RunDirectoryError: one line naming the journal, its policy and the fix.
+    """
+    previous = recorded_policy(journal.info, len(journal))
+    if len(journal) and previous not in (None, policy):
+        raise RunDirectoryError(
+            f"{journal.path} holds a {previous} run: continue it with policy {previous} "
+            "or choose another run directory (--run-dir)"
+        )
+
+
 def read_run_info(run_dir: Path) -> RunInfo:
     """Read and check ``run_dir/journal.json`` for a resume.
 
@@ -100,7 +122,7 @@ def read_run_info(run_dir: Path) -> RunInfo:
         problem=info.get("problem"),
         data_dir=info.get("data_dir"),
         config=config,
-        policy=info.get("policy") or ("two_phase" if nodes else config.search.policy),
+        policy=recorded_policy(info, len(nodes)) or config.search.policy,
         llm_block=info.get("llm_block"),
         nodes=len(nodes),
     )
@@ -228,6 +250,8 @@ __all__ = [
     "ResumeReport",
     "RunDirectoryError",
     "RunInfo",
+    "check_policy",
+    "recorded_policy",
     "move_interrupted_nodes",
     "read_run_info",
     "reconcile",

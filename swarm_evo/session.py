@@ -39,7 +39,7 @@ from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.llm.client import ModelEndpoint, check_model_access
 from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
-from swarm_evo.resume import ResumeReport, RunDirectoryError, reconcile
+from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
 from swarm_evo.selection import previous_plan_keys
@@ -159,11 +159,8 @@ def check_run_dir(run_dir: Path, objective: Objective, policy: str | None = None
     except JournalError as exc:
         raise RunDirectoryError(f"{str(exc).splitlines()[0]}: choose another --run-dir") from None
     _check_owner(journal, objective)
-    previous = journal.info.get("policy") or ("two_phase" if len(journal) else None)
-    if policy is not None and previous is not None and previous != policy and len(journal):
-        raise RunDirectoryError(
-            f"{path} holds a {previous} run: continue it with policy {previous} or choose another --run-dir"
-        )
+    if policy is not None:
+        check_policy(journal, policy)
 
 
 def _check_owner(journal: Journal, objective: Objective) -> None:

@@ -201,3 +201,18 @@ def test_problem_folder_missing_file(tmp_path, prefect_home):
     assert_bad_input(tmp_path, prefect_home,
                      ["run", "--problem", str(problem), "--run-dir", "R", "--max-steps", "1"],
                      "initial.py", str(problem))
+
+
+def test_run_dir_of_another_search_policy(data, tmp_path, prefect_home):
+    run_dir = tmp_path / "R"
+    run_dir.mkdir()
+    node = {"id": "n1", "operation": "draft", "phase": 1, "step": 1}
+    (run_dir / "journal.json").write_text(json.dumps(
+        {"info": {"competition_id": COMP, "policy": "greedy"}, "nodes": [node]}))
+    content = (run_dir / "journal.json").read_bytes()
+    before = snapshot(tmp_path)
+    proc = run_cli(tmp_path, prefect_home, *run_args(data, "--policy", "two_phase"))
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and "holds a greedy run" in line and "--run-dir" in line, line
+    assert (run_dir / "journal.json").read_bytes() == content and snapshot(tmp_path) == before
