@@ -8,19 +8,23 @@ from typing import Callable
 
 from prefect import get_run_logger
 
+from swarm_evo import steps
 from swarm_evo.session import get_session
 
 
 def run_epoch(run_dir: str, step_flow: Callable, epoch: int, n_steps: int) -> list:
     """Start ``n_steps`` step subflows of ``step_flow``; each first reserves a budget slot and
-    does not start when none is left or the time limit is reached (SPEC §6: the budget is
-    never exceeded, the time limit is checked before every step). Subflows run in threads
+    does not start when none is left, the time limit is reached or the run was stopped
+    (:func:`swarm_evo.steps.check_limits`: ``max_cost_usd``, a model failing again and again;
+    SPEC §6: the budget is never exceeded, the time limit is checked before every step). Subflows run in threads
     with the parent's context, so Prefect records them as children of the phase flow.
     Returns the step outcomes (None for steps that did not start or crashed)."""
     session = get_session(run_dir)
     logger = get_run_logger()
 
     def one_step():
+        if steps.check_limits(session):  # a stop (cost, failing model) starts no new step
+            return None
         slot = session.budget.reserve()
         if slot is None:
             return None
@@ -39,7 +43,7 @@ def run_epoch(run_dir: str, step_flow: Callable, epoch: int, n_steps: int) -> li
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="step") as pool:
         futures = [pool.submit(contextvars.copy_context().run, one_step) for _ in range(n_steps)]
         outcomes = [f.result() for f in futures]
-    if n_steps and len(session.journal) == before and not session.budget.exhausted and not session.budget.time_up():
+    if n_steps and len(session.journal) == before and not session.finished:
         # Every step crashed: retrying would loop forever on a systematic fault.
         raise EpochCrashedError(f"all {n_steps} steps of epoch {epoch} crashed; see the step errors above")
     return outcomes

@@ -10,7 +10,8 @@ from prefect.states import Completed, State
 
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo import steps
-from swarm_evo.debug_chain import Attempt, run_debug_chain
+from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
+from swarm_evo.llm.client import DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
 from tasks.artifacts import update_progress
@@ -45,6 +46,11 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     node_id = new_node_id()
     try:
         generated = generate(run_dir, node_id, request)
+    except DeadlineReached as exc:  # the time limit came first: no node, the slot goes back
+        logger.info("slot %s not started: %s", slot, exc)
+        steps.release_request(session, request)
+        session.budget.release(slot)
+        return None
     except Exception as exc:  # retries for transient errors already ran inside the task
         # GenerationError or a model error after its retries: a dead node, counted in the budget
         logger.warning("generation failed for slot %s (%s): %s", slot, type(exc).__name__, exc)
@@ -73,8 +79,21 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
             last_run.append(result)
         return result
 
-    chain = run_debug_chain(first, session.config.search.debug_max_attempts, attempt_fn)
+    max_attempts = session.config.search.debug_max_attempts
+    time_up = session.budget.time_up  # after the deadline no debug calls the model
+    chain = run_debug_chain(first, max_attempts, attempt_fn, time_up)
     outcome, review_usage = review_or_facts(run_dir, node_id, slot, chain.final)
+    while steps.flagged_by_reviewer(outcome, chain.final) and chain.attempts < max_attempts and not time_up():
+        # every deterministic check passed but the reviewer says bug: debug it with the reviewer's reason
+        reasons = steps.reviewer_reasons(outcome)
+        logger.info("node %s passed every check but the reviewer flagged it (%s); debugging it", node_id[:8],
+                    "; ".join(reasons)[:200])
+        before = chain.final
+        chain = debug_flagged(chain, reasons, max_attempts, attempt_fn, time_up)
+        if chain.final is before:
+            break
+        outcome, more_usage = review_or_facts(run_dir, node_id, slot, chain.final)
+        review_usage = review_usage.add(more_usage)
     node = steps.assemble_node(
         session, node_id, request, generated, chain, outcome, review_usage, epoch, time.perf_counter() - started
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from prefect import flow, runtime
 
+from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.client import GenerationError
 from swarm_evo.node import LLMUsage
@@ -46,26 +47,35 @@ def debug_attempt(
 ) -> Attempt:
     """Ask for a minimal fix of ``previous_code`` given its output, then execute the fix.
 
-    A generation that fails for good (a reply without code after its re-ask, or a model
-    error after its retries) keeps the previous program and counts as a failed attempt with
-    exc_type ``GenerationError`` (:func:`generation_failed`); the chain goes on, and the next
-    attempt works on the last program that ran (flows/_step.py).
+    A generation that fails for good (a reply without code after its re-ask, a model error
+    after its retries, the run's deadline), or a fix that returns the previous program
+    unchanged, keeps the previous program and counts as a failed attempt with exc_type
+    ``GenerationError`` without running anything (:func:`generation_failed`); the chain goes
+    on, and the next attempt works on the last program that ran (flows/_step.py).
     """
     try:
         fix = generate_debug(
             run_dir, node_id, slot, attempt, previous_code, previous_term_out, previous_exc_type, previous_problems
         )
-    except Exception as exc:  # GenerationError, or a litellm error after the task's retries
+    except Exception as exc:  # GenerationError, DeadlineReached, or a litellm error after the task's retries
         error = exc if isinstance(exc, GenerationError) else f"{type(exc).__name__}: {exc}"
-        message = f"debug attempt {attempt} produced no program: {error}"
-        return Attempt(
-            attempt=attempt,
-            code=previous_code,
-            result=ExecutionResult(
-                stdout="", stderr=message, term_out=message, exit_code=None, exc_type=NO_PROGRAM,
-                exc_info=str(error)[:2000], exec_time=0.0, timed_out=False, output_truncated=False,
-            ),
-            problems=[message],
-            usage=getattr(exc, "usage", None) or LLMUsage(),
-        )
+        return _no_program(attempt, previous_code, f"debug attempt {attempt} produced no program: {error}",
+                           getattr(exc, "usage", None) or LLMUsage())
+    if steps.same_program(fix.code, previous_code):  # running it again would fail the same way
+        return _no_program(attempt, previous_code,
+                           f"debug attempt {attempt} returned the previous program unchanged", fix.usage)
     return execute(run_dir, node_id, fix.code, attempt, fix.plan, fix.usage)
+
+
+def _no_program(attempt: int, previous_code: str, message: str, usage: LLMUsage) -> Attempt:
+    """A failed attempt that ran nothing (:func:`generation_failed`): the previous program stays."""
+    return Attempt(
+        attempt=attempt,
+        code=previous_code,
+        result=ExecutionResult(
+            stdout="", stderr=message, term_out=message, exit_code=None, exc_type=NO_PROGRAM,
+            exc_info=message[:2000], exec_time=0.0, timed_out=False, output_truncated=False,
+        ),
+        problems=[message],
+        usage=usage,
+    )

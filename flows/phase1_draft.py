@@ -19,7 +19,7 @@ def phase1_draft(run_dir: str, first_epoch: int = 0) -> int:
     session = get_session(run_dir)
     search, budget, journal = session.config.search, session.budget, session.journal
     epoch = first_epoch
-    while not budget.exhausted and not budget.time_up():
+    while not session.finished:
         epoch += 1
         run_epoch(run_dir, draft_step, epoch, min(search.steps_per_epoch, budget.remaining))
         publish_node_table(run_dir)

@@ -22,7 +22,7 @@ def phase2_evolve(run_dir: str, first_epoch: int = 0) -> int:
     if not journal.valid_pool():
         logger.warning("Phase 2 skipped: no valid node to evolve")
         return epoch
-    while not budget.exhausted and not budget.time_up():
+    while not session.finished:
         epoch += 1
         run_epoch(run_dir, phase2_step, epoch, min(search.steps_per_epoch, budget.remaining))
         publish_node_table(run_dir)

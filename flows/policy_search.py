@@ -74,7 +74,7 @@ def policy_search(run_dir: str, policy: str, first_epoch: int = 0) -> int:
     search, budget, journal = session.config.search, session.budget, session.journal
     drafts_due(journal, policy, 0)  # validates the policy before any step
     epoch = first_epoch
-    while not budget.exhausted and not budget.time_up():
+    while not session.finished:
         epoch += 1
         due = drafts_due(journal, policy, budget.remaining)
         step_flow = draft_step if due else greedy_step

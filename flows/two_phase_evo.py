@@ -22,7 +22,7 @@ from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
 from swarm_evo.resume import check_policy, read_run_info
-from swarm_evo.session import default_run_dir, open_session
+from swarm_evo.session import RunStoppedError, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -193,6 +193,8 @@ def two_phase_evo(
     logger.info("run directory: %s (model %s, budget %s nodes, policy %s)", key, config.model.name,
                 config.search.max_steps, policy)
     logger.info("sandbox: %s backend; %s; %s", config.sandbox.backend, session.device, session.packages)
+    for warning in session.probe_warnings:
+        logger.warning("model preflight: %s", warning)
     if session.sandbox.gpu_limit:
         ensure_gpu_limit(session.sandbox.gpu_limit)
     start_progress(key)
@@ -220,4 +222,12 @@ def two_phase_evo(
     summary["epochs"] = epoch
     summary["policy"] = policy
     logger.info("best metric %s; final score %s", best.metric_value if best else None, getattr(grade, "score", None))
+    llm = summary["llm"]
+    logger.info("model calls: %s (%s failed), %s prompt + %s completion tokens, cost %s", llm["calls"],
+                llm["failed_calls"], llm["prompt_tokens"], llm["completion_tokens"],
+                "unknown" if llm["cost_usd"] is None else f"${llm['cost_usd']:.4f}")
+    if session.stop_reason:
+        logger.warning("the run stopped early: %s", session.stop_reason)
+    if session.stop_is_failure:  # the best work so far is handed in above; the run itself failed
+        raise RunStoppedError(session.stop_reason)
     return summary

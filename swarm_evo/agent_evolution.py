@@ -263,7 +263,7 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
         ctx.update(view, generation=agent.generation + 1)
         try:
             if ask is None:
-                args, call_usage, error = complete_review(session.endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+                args, call_usage, error = complete_review(session.evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
             else:
                 args, call_usage, error = ask(prompt, ctx)
         except Exception as exc:  # a model error after its retries: this agent keeps its texts

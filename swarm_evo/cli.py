@@ -120,8 +120,8 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     objective, model access, sandbox (daemon, image, GPU runtime), run directory ownership.
     Returns the objective."""
     from swarm_evo.competition import CompetitionError
-    from swarm_evo.llm.client import check_model_access, endpoint_for
-    from swarm_evo.session import check_run_dir, load_objective, open_sandbox
+    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.session import check_run_dir, load_objective, open_sandbox, probe_endpoints
 
     try:
         objective = load_objective(competition_id, problem, data_dir)
@@ -131,7 +131,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
                 f"{exc}: run `swarm-evo prepare {competition_id} --raw-dir RAW_DIR --data-dir {data_dir}`"
             ) from None
         raise
-    check_model_access(endpoint_for(config.model, api_key))
+    for probe in probe_endpoints(endpoint_for(config.model, api_key), config):  # one small call per model
+        if probe.warning:
+            print(f"warning: model '{probe.model}': {probe.warning}", file=sys.stderr)
     if run_dir is not None:
         check_run_dir(run_dir, objective, config.search.policy)
     _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime
@@ -152,6 +154,16 @@ def _print_summary(summary: dict) -> int:
               f"(initial {report['initial_score']})")
         return 0 if report.get("correct") else 1
     grade = summary.get("grade_report") or {}
+    hand_in = summary.get("hand_in") or {}
+    if hand_in.get("node_id") and hand_in["node_id"] != best.get("id"):
+        print(f"handed in: node {hand_in['node_id'][:8]} (step {hand_in['step']}): {hand_in['reason']}")
+    llm = summary.get("llm") or {}
+    if llm.get("calls"):
+        cost = "unknown" if llm["cost_usd"] is None else f"${llm['cost_usd']:.4f}"
+        print(f"model calls: {llm['calls']} ({llm['failed_calls']} failed), "
+              f"{llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, cost {cost}")
+    if summary.get("stop_reason"):
+        print(f"stopped early: {summary['stop_reason']}")
     print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
     return 0 if grade.get("valid_submission") else 1
 
@@ -178,7 +190,7 @@ def _run(args) -> int:
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
     run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
     start_ephemeral_api()
-    summary = two_phase_evo(
+    return _flow_outcome(lambda: two_phase_evo(
         competition_id=args.competition_id,
         problem=args.problem,
         data_dir=str(args.data_dir) if args.data_dir else None,
@@ -187,7 +199,19 @@ def _run(args) -> int:
         llm_block=args.llm_block,
         sandbox_block=args.sandbox_block,
         **overrides,
-    )
+    ))
+
+
+def _flow_outcome(run) -> int:
+    """Run the flow and print its summary; a run stopped by a failing model exits 1 with its
+    message (the fix and the resume command) instead of a traceback."""
+    from swarm_evo.session import RunStoppedError
+
+    try:
+        summary = run()
+    except RunStoppedError as exc:
+        print(f"swarm-evo: run stopped: {exc}", file=sys.stderr)
+        return 1
     return _print_summary(summary)
 
 
@@ -210,9 +234,8 @@ def _resume(args) -> int:
                Path(info.data_dir) if info.data_dir else None, None)
     print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
     start_ephemeral_api()
-    summary = two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block, sandbox_block=args.sandbox_block,
-                            **overrides)
-    return _print_summary(summary)
+    return _flow_outcome(lambda: two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block,
+                                               sandbox_block=args.sandbox_block, **overrides))
 
 
 def main(argv: list[str] | None = None) -> int:

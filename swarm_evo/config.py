@@ -60,11 +60,44 @@ class SearchConfig(_Section):
 class ModelConfig(_Section):
     """The LLM (SPEC §7). ``name`` is a litellm model name or ``offline``."""
 
-    name: str = Field("offline", description="litellm model, e.g. openai/gpt-4o-mini, or 'offline'.")
-    api_base: str | None = Field(None, description="Base URL for vLLM/Ollama/proxies.")
+    name: str = Field("offline", description="litellm model that writes code, e.g. openai/gpt-4o-mini, or 'offline'.")
+    review_name: str | None = Field(
+        None, description="litellm model that reviews executed programs (default: name); AIDE's feedback model."
+    )
+    evolution_name: str | None = Field(None, description="litellm model that rewrites agents (default: name).")
+    api_base: str | None = Field(None, description="Base URL for vLLM/Ollama/proxies (all roles).")
     temperature: float = Field(0.5, ge=0, le=2)
-    timeout: float = Field(600, gt=0, description="Seconds per LLM call.")
-    num_retries: int = Field(2, ge=0, description="litellm retries for transient errors.")
+    max_tokens: int | None = Field(
+        None, ge=16, description="Upper bound on a reply's tokens (None: the provider's default)."
+    )
+    drop_params: bool = Field(
+        True, description="litellm drop_params: leave out parameters a model rejects (e.g. temperature "
+        "for reasoning models) instead of failing the call.",
+    )
+    context_window: int | None = Field(
+        None, ge=1024, description="The model's context window in tokens; None: litellm's number for "
+        "the model, else 32768. Prompts are bounded to fit it.",
+    )
+    tool_calls: Literal["auto", "on", "off"] = Field(
+        "auto", description="Reviews as forced tool calls: on, off (a JSON object in the reply text) or "
+        "auto (tool calls where litellm says the model supports them, else JSON text; a server that "
+        "rejects tools switches the run to JSON text).",
+    )
+    timeout: float = Field(600, gt=0, description="Seconds per LLM call (cut to the run's remaining time).")
+    num_retries: int = Field(2, ge=0, description="litellm retries for transient errors (cut to the remaining time).")
+    max_consecutive_failures: int = Field(
+        5, ge=1, description="Generation failures in a row (model errors after their retries, replies "
+        "without a program) after which the run stops with exit 1; resume it once the model works.",
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, description="Stop starting steps once the run's LLM cost reaches this many USD "
+        "(every call counts, failed and preflight ones too); None: no limit.",
+    )
+    input_cost_per_token: float | None = Field(
+        None, ge=0, description="USD per prompt token, for models litellm has no price for (local models); "
+        "litellm custom pricing.",
+    )
+    output_cost_per_token: float | None = Field(None, ge=0, description="USD per completion token (see input_cost_per_token).")
     fault_rate: float = Field(0.2, ge=0, le=1, description="Offline model: chance of a planted bug.")
     repair_rate: float = Field(0.8, ge=0, le=1, description="Offline model: chance a debug repairs it.")
     injected_failure_rate: float = Field(
@@ -73,6 +106,14 @@ class ModelConfig(_Section):
         "(timeout, 429, 5xx, a reply without code, invalid tool-call JSON or an empty reply; "
         "swarm_evo/llm/offline/failures.py).",
     )
+
+    @model_validator(mode="after")
+    def _pricing_pairs(self) -> "ModelConfig":
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError(
+                "input_cost_per_token and output_cost_per_token go together: set both (USD per token), or neither"
+            )
+        return self
 
     @model_validator(mode="after")
     def _injection_needs_offline(self) -> "ModelConfig":

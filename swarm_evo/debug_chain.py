@@ -69,25 +69,59 @@ class ChainOutcome(BaseModel):
 AttemptFn = Callable[[int, Attempt], Attempt]
 """``attempt_fn(n, previous)`` runs debug attempt ``n`` (1-based) on ``previous`` (attempt n−1)."""
 
+StopFn = Callable[[], bool]
+"""``should_stop()`` is True when no further attempt may start (the run's time limit)."""
 
-def run_debug_chain(first: Attempt, max_attempts: int, attempt_fn: AttemptFn) -> ChainOutcome:
+
+def _never() -> bool:
+    return False
+
+
+def run_debug_chain(
+    first: Attempt, max_attempts: int, attempt_fn: AttemptFn, should_stop: StopFn = _never
+) -> ChainOutcome:
     """Run the chain from ``first`` (the operation's own execution).
 
     Returns immediately when ``first`` succeeded (no attempts, not dead). Otherwise calls
-    ``attempt_fn(1, first)``, ``attempt_fn(2, attempt_1)``, … until an attempt succeeds or
-    ``max_attempts`` ran; the outcome is dead when the last attempt still failed.
+    ``attempt_fn(1, first)``, ``attempt_fn(2, attempt_1)``, … until an attempt succeeds,
+    ``max_attempts`` ran, or ``should_stop()`` says no attempt may start (issue 13: after the
+    deadline no debug calls the model); the outcome is dead when the last attempt still failed.
     """
-    current = first
-    history: list[dict] = []
-    usage = LLMUsage()
-    attempts = 0
-    while current.failed and attempts < max_attempts:
-        history.append(current.history_entry())
+    start = ChainOutcome(final=first, attempts=0, dead=first.failed, history=[], usage=LLMUsage())
+    return _continue(start, max_attempts, attempt_fn, should_stop)
+
+
+def _continue(outcome: ChainOutcome, max_attempts: int, attempt_fn: AttemptFn, should_stop: StopFn) -> ChainOutcome:
+    current, attempts, usage = outcome.final, outcome.attempts, outcome.usage
+    history = list(outcome.history)
+    if history and current.failed:
+        history[-1] = current.history_entry()  # the same attempt, now with the problems it is debugged for
+    while current.failed and attempts < max_attempts and not should_stop():
+        if not history:
+            history.append(current.history_entry())
         attempts += 1
         current = attempt_fn(attempts, current)
         usage = usage.add(current.usage)
-    if attempts:
         history.append(current.history_entry())
-    return ChainOutcome(
-        final=current, attempts=attempts, dead=current.failed, history=history, usage=usage
-    )
+    return ChainOutcome(final=current, attempts=attempts, dead=current.failed, history=history, usage=usage)
+
+
+def debug_flagged(
+    outcome: ChainOutcome, problems: list[str], max_attempts: int, attempt_fn: AttemptFn,
+    should_stop: StopFn = _never,
+) -> ChainOutcome:
+    """Send a program that passed every deterministic check but was judged buggy (by the LLM
+    reviewer, ``problems`` = its reasons) through the rest of the same chain (issue 13).
+
+    The final attempt is debugged with ``problems`` as its failure, numbering on from the
+    attempts already spent, within ``max_attempts``. When the chain cannot produce a program
+    that passes the deterministic checks again, the flagged program is kept (it is still a
+    candidate for the hand-in): the outcome is the original one, not dead, with the extra
+    attempts in ``history`` and their usage counted.
+    """
+    flagged = outcome.final.model_copy(update={"problems": list(problems)})
+    extended = _continue(outcome.model_copy(update={"final": flagged}), max_attempts, attempt_fn, should_stop)
+    if extended.attempts == outcome.attempts or not extended.final.failed:
+        return extended if extended.attempts != outcome.attempts else outcome
+    return outcome.model_copy(update={"history": extended.history, "usage": extended.usage,
+                                      "attempts": extended.attempts})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -40,6 +41,21 @@ def atomic_write_text(path: Path, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` through a temporary file and ``os.replace``: a reader never
+    sees a half-written file, and a crash leaves the old one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -163,6 +179,30 @@ class Journal:
         if not pool:
             return None
         return max(pool, key=lambda n: (n.fitness, -(n.step or 0)))
+
+    def submission_candidate(self) -> tuple[Node | None, str]:
+        """The node whose submission (or program) the run hands in, and why (issue 13).
+
+        The best valid node (:meth:`best_node`); when no node is valid, the best node that
+        passed every deterministic check (it ran, its submission is valid, its metric line
+        parsed: ``metadata.facts_passed``) although the LLM reviewer flagged it — a strict
+        reviewer must not leave a run without a submission. ``(None, why)`` when no node ran
+        successfully.
+        """
+        best = self.best_node()
+        if best is not None:
+            valid = len(self.valid_pool())
+            return best, (f"the best of {valid} valid node(s) by validation metric "
+                          f"({'lower' if best.lower_is_better else 'higher'} is better)")
+        passed = [n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None]
+        if not passed:
+            return None, "no node ran successfully with a valid submission and a metric line"
+        node = max(passed, key=lambda n: (n.fitness, -(n.step or 0)))
+        flagged = "; ".join(r for r in (node.metadata.get("review") or {}).get("reasons", [])
+                            if not r.startswith("note:"))[:500]
+        return node, (f"no node passed the review; node {node.id[:8]} (step {node.step}) passed every "
+                      f"deterministic check (it ran, wrote a valid submission, printed its metric) and has the "
+                      f"best metric of {len(passed)} such node(s); the reviewer flagged it: {flagged or 'buggy'}")
 
     def children_of(self, node_id: str) -> list[Node]:
         """Nodes that descend from ``node_id``: its mutates and merges, and merges using its genes."""

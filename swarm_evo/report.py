@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import Journal
+from swarm_evo.llm.ledger import LLMTotals
 from swarm_evo.node import Node
 
 
@@ -56,13 +57,30 @@ def _mean(values: list[float]) -> float | None:
     return round(statistics.fmean(values), 3) if values else None
 
 
-def run_summary(journal: Journal, report: BaseModel | None = None) -> dict[str, Any]:
+def progress_line(journal: Journal, max_steps: int, llm: LLMTotals) -> str:
+    """One line for the live progress artifact: nodes of the budget, valid, best metric, and
+    the model calls so far (calls, failed, tokens, cost), e.g.
+    ``12/30 nodes, 9 valid, best 0.8012; LLM: 41 calls (2 failed), 310k tokens, $0.42``."""
+    best = journal.best_node()
+    tokens = llm.prompt_tokens + llm.completion_tokens
+    cost = "cost unknown" if llm.cost_usd is None else f"${llm.cost_usd:.2f}"
+    return (f"{len(journal)}/{max_steps} nodes, {len(journal.valid_pool())} valid, best "
+            f"{'-' if best is None else f'{best.metric_value:.6g}'}; LLM: {llm.calls} calls "
+            f"({llm.failed_calls} failed), {tokens / 1000:.0f}k tokens, {cost}")
+
+
+def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict | None = None,
+                stop_reason: str | None = None) -> dict[str, Any]:
     """Counts per phase and operation, valid/dead/buggy, best node, per-node time split
-    (mean seconds of LLM, execution and orchestration per node), and the end report:
+    (mean seconds of LLM, execution and orchestration per node), the end report:
     ``grade_report`` (a competition's CompetitionReport) or ``problem_report`` (a problem's
-    ProblemReport); the other one is None."""
+    ProblemReport; the other one is None), ``hand_in`` (``{node_id, step, reason}``: which
+    node's submission the run hands in and why, :meth:`Journal.submission_candidate`),
+    ``llm`` (the ledger's totals, :meth:`swarm_evo.llm.ledger.LedgerSummary.report`) and
+    ``stop_reason`` (why the run stopped early, else None)."""
     nodes = journal.nodes
     best = journal.best_node()
+    chosen, why = journal.submission_candidate()
     per_op: dict[str, dict[str, int]] = {}
     for n in nodes:
         row = per_op.setdefault(n.operation, {"count": 0, "valid": 0, "dead": 0, "debugged": 0})
@@ -92,6 +110,10 @@ def run_summary(journal: Journal, report: BaseModel | None = None) -> dict[str, 
         "seconds_per_node": split,
         "grade_report": dumped if is_grade else None,
         "problem_report": None if is_grade else dumped,
+        "hand_in": {"node_id": chosen.id if chosen else None, "step": chosen.step if chosen else None,
+                    "reason": why},
+        "llm": llm,
+        "stop_reason": stop_reason,
     }
 
 
@@ -125,6 +147,12 @@ def final_report_markdown(
         ]
     else:
         lines += ["**No valid node.**", ""]
+    hand_in = summary.get("hand_in") or {}
+    if hand_in.get("reason"):
+        node = f"node `{hand_in['node_id'][:8]}` (step {hand_in['step']})" if hand_in.get("node_id") else "no node"
+        lines += [f"**Handed in:** {node}: {hand_in['reason']}.", ""]
+    if summary.get("stop_reason"):
+        lines += [f"**Stopped early:** {summary['stop_reason']}.", ""]
     heading = "Grading report (private answers)" if summary.get("grade_report") else "Evaluation of the best program"
     lines += [f"## {heading}", "", "| field | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in grade.items() if not isinstance(v, dict)]
@@ -149,6 +177,14 @@ def final_report_markdown(
         "|---|---|---|---|",
         f"| {split['wall']} | {split['llm']} | {split['exec']} | {split['orchestration']} |",
     ]
+    llm = summary.get("llm")
+    if llm:
+        lines += ["", "## Model calls", "", "| operation | calls | failed | prompt tokens | completion tokens | cost (USD) |",
+                  "|---|---|---|---|---|---|"]
+        for op, row in [*llm.get("by_operation", {}).items(), ("**total**", llm)]:
+            cost = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"
+            lines.append(f"| {op} | {row['calls']} | {row['failed_calls']} | {row['prompt_tokens']} | "
+                         f"{row['completion_tokens']} | {cost} |")
     if chart:
         lines += ["", "## Best validation metric over steps", "", f"![best validation metric over steps]({chart})"]
     if tree_image or tree_link:

@@ -17,7 +17,8 @@ Run directory layout (SPEC §5)::
     RUN_DIR/agents/dispatcher.json       the dispatcher's EMA scores
     RUN_DIR/experience.jsonl             the experience pool, one record per node
     RUN_DIR/agent_evolutions/            one record (+ prompts) per agent evolution
-    RUN_DIR/run_report.json              operations, agents, evolutions (at the end)
+    RUN_DIR/run_report.json              operations, agents, evolutions, LLM calls and cost
+    RUN_DIR/llm_calls.jsonl              every model call, failed ones too (swarm_evo/llm/ledger.py)
 
 A run optimises either a competition or a program-optimisation problem (SPEC §11); the
 :class:`~swarm_evo.objective.Objective` hides the difference from the search. Problem runs add
@@ -27,6 +28,7 @@ the files listed in :mod:`swarm_evo.objective.problem`.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +39,8 @@ from swarm_evo.config import RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
-from swarm_evo.llm.client import ModelEndpoint, check_model_access
+from swarm_evo.llm.client import ModelEndpoint, ProbeResult, check_model_access, probe_model
+from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
 from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
@@ -47,6 +50,12 @@ from swarm_evo.selection import previous_plan_keys
 _SESSIONS: dict[str, RunSession] = {}
 _RUNTIMES: dict[str, RuntimeInfo] = {}
 _REGISTRY_LOCK = threading.Lock()
+
+
+class RunStoppedError(RuntimeError):
+    """The run stopped because its model kept failing (``model.max_consecutive_failures``).
+    Raised by the main flow after it handed in the best work so far; the CLI exits 1 with the
+    message, which names the fix and the resume command."""
 
 
 def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:
@@ -91,6 +100,36 @@ class RunSession:
     debugs_in_flight: set[str] = field(default_factory=set)  # buggy leaves a greedy debug step is fixing
     lock: threading.RLock = field(default_factory=threading.RLock)
     resume_report: ResumeReport | None = None  # set when an existing run directory was continued
+    probe_warnings: list[str] = field(default_factory=list)  # transient failures of the preflight calls
+    stop_reason: str | None = None  # why no new step starts although budget and time are left
+    stop_is_failure: bool = False  # the stop is a failure (the model keeps failing): exit 1
+    published_best_id: str | None = None  # the node whose files are RUN_DIR's best (steps.publish_best)
+
+    @property
+    def review_endpoint(self) -> ModelEndpoint:
+        """The endpoint that reviews executed programs (``model.review_name``, default the code model)."""
+        return self.endpoint.for_role("review", self.config.model.review_name)
+
+    @property
+    def evolution_endpoint(self) -> ModelEndpoint:
+        """The endpoint that rewrites agents (``model.evolution_name``, default the code model)."""
+        return self.endpoint.for_role("evolution", self.config.model.evolution_name)
+
+    @property
+    def ledger(self) -> CallLedger:
+        """The run's ledger of model calls (``RUN_DIR/llm_calls.jsonl``)."""
+        return ledger_for(self.run_dir / LEDGER_FILE)
+
+    def stop(self, reason: str, failure: bool = False) -> None:
+        """No new step starts from now on (steps in flight finish); the first reason stands."""
+        with self.lock:
+            if self.stop_reason is None:
+                self.stop_reason, self.stop_is_failure = reason, failure
+
+    @property
+    def finished(self) -> bool:
+        """True when no new step may start: budget, time limit, or a stop (:meth:`stop`)."""
+        return self.stop_reason is not None or self.budget.done
 
     @property
     def loci(self) -> tuple[str, ...]:
@@ -175,6 +214,35 @@ def _check_owner(journal: Journal, objective: Objective) -> None:
             )
 
 
+def probe_endpoints(endpoint: ModelEndpoint, config: RunConfig) -> list[ProbeResult]:
+    """The preflight call (:func:`swarm_evo.llm.client.probe_model`) of each distinct model
+    the run uses: the code model, and the review and evolution models when they differ.
+
+    Raises:
+        ModelAccessError: a model's endpoint is unreachable, refuses the key or lacks the model.
+    """
+    names = [endpoint.name, config.model.review_name, config.model.evolution_name]
+    results = []
+    for role, name in zip(("code", "review", "evolution"), names):
+        if name and name not in names[: ("code", "review", "evolution").index(role)]:
+            role_endpoint = endpoint if role == "code" else endpoint.for_role(role, name)
+            check_model_access(role_endpoint)
+            results.append(probe_model(role_endpoint))
+    return results
+
+
+def _record_probe(run_dir: Path, probe: ProbeResult) -> None:
+    """Count a preflight call in the run's ledger, once (a cached probe is shared by runs in one process)."""
+    if probe.recorded or not (probe.usage.calls or probe.warning):
+        return
+    ledger_for(run_dir / LEDGER_FILE).record(
+        role="code", operation="probe", model=probe.model, ok=probe.warning is None, seconds=probe.seconds,
+        prompt_tokens=probe.usage.prompt_tokens, completion_tokens=probe.usage.completion_tokens,
+        cost_usd=probe.usage.cost, error=probe.warning,
+    )
+    probe.recorded = True
+
+
 def open_session(
     *,
     competition_id: str | None = None,
@@ -199,6 +267,7 @@ def open_session(
     """
     objective = load_objective(competition_id, problem, data_dir)
     check_model_access(endpoint)
+    probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()
     journal_path = run_dir / JOURNAL_FILE
     kwargs = dict(loci=objective.loci, required=objective.required_loci, stub_threshold=config.search.stub_threshold)
@@ -228,23 +297,32 @@ def open_session(
     dispatcher = Dispatcher.open(
         agents.ids, config.agents.epsilon, config.agents.ema_alpha, run_dir / "agents" / STATE_FILE
     )
+    budget = Budget.for_journal(  # a continued run goes on from the journal's count and age
+        len(journal),
+        config.search.max_steps,
+        time_limit=config.search.time_limit,
+        elapsed=float(journal.info.get("elapsed_seconds") or 0.0) if continued else 0.0,
+    )
+    left = budget.time_left()
+    endpoint = endpoint.model_copy(update={
+        "deadline": None if left is None else time.time() + left,  # model calls end by the time limit
+        "ledger_path": str(run_dir / LEDGER_FILE),
+    })
+    for probe in probes:
+        _record_probe(run_dir, probe)
     session = RunSession(
         run_dir=run_dir,
         config=config,
         objective=objective,
         endpoint=endpoint,
         journal=journal,
-        budget=Budget.for_journal(  # a continued run goes on from the journal's count and age
-            len(journal),
-            config.search.max_steps,
-            time_limit=config.search.time_limit,
-            elapsed=float(journal.info.get("elapsed_seconds") or 0.0) if continued else 0.0,
-        ),
+        budget=budget,
         sandbox=sandbox,
         runtime=runtime,
         agents=agents,
         dispatcher=dispatcher,
         experience=ExperiencePool(run_dir / EXPERIENCE_FILE),
+        probe_warnings=[p.warning for p in probes if p.warning],
     )
     if continued:
         session.resume_report = reconcile(

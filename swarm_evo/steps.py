@@ -20,7 +20,7 @@ from swarm_evo.evolution_log import build_evolution_log
 from swarm_evo.experience import record_for
 from swarm_evo.genes import parse_genes, split_program
 from swarm_evo.journal import atomic_write_text
-from swarm_evo.llm.client import complete_code, complete_review
+from swarm_evo.llm.client import GenerationError, complete_code, complete_review
 from swarm_evo.merge_compat import check_merge_compatibility
 from swarm_evo.node import LLMUsage, Node, Operation
 from swarm_evo.policies import GREEDY_MAX_DEBUG_DEPTH, greedy_action
@@ -324,27 +324,55 @@ def save_prompt(session: RunSession, node_id: str, name: str, prompt: str) -> No
 
 def generate_program(session: RunSession, node_id: str, request: OperationRequest) -> Generated:
     """Ask the model for the operation's program, then run the static pre-validation and, on
-    failure, one LLM self-fix with the errors injected (seed 003 improvement 3).
+    failure, one LLM self-fix with the errors injected (seed 003 improvement 3;
+    :func:`prevalidate`).
 
     Raises:
         GenerationError: a reply without a code block.
+        DeadlineReached: the run's time limit came first.
         litellm exceptions: see ``TRANSIENT_ERRORS`` (the caller retries those).
     """
     save_prompt(session, node_id, request.operation, request.prompt)
     reply = complete_code(session.endpoint, request.prompt, request.ctx)
-    usage, plan, code = reply.usage, reply.plan, reply.code
+    return prevalidate(session, node_id, request.slot, "fix", Generated(plan=reply.plan, code=reply.code, usage=reply.usage))
+
+
+def prevalidate(session: RunSession, node_id: str, slot: int, name: str, generated: Generated) -> Generated:
+    """Static pre-validation of a generated program (markers, compiles, writes the submission,
+    prints the metric: the objective's ``static_check``) and, when it fails, one LLM self-fix
+    with the errors injected (fix.j2, saved as ``prompt-<name>.md``). Drafts, merges, mutates
+    and debug fixes all pass through it (issue 13).
+
+    The self-fix is kept only when it passes the check; otherwise (it fails the check too, or
+    the model gives no program) the original program runs and its own errors show at run
+    time. ``prevalidation`` records ``errors``, ``fixed`` (the fix was kept), and, after a
+    fix attempt, ``errors_after`` and ``fix_kept``.
+
+    Raises:
+        DeadlineReached, litellm exceptions: as :func:`generate_program`.
+    """
+    code = generated.code
     errors = session.objective.static_check(code)
     record: dict[str, Any] = {"errors": errors, "fixed": False}
-    if errors:
+    if not errors:
+        return generated.model_copy(update={"prevalidation": record})
         fix_prompt = render("fix.j2", **prompt_context(session), code=code, errors=errors)
-        save_prompt(session, node_id, "fix", fix_prompt)
-        ctx = offline_context(session, "fix", f"slot{request.slot}:fix")
-        ctx.update(code=code, errors=errors)
+    save_prompt(session, node_id, name, fix_prompt)
+    ctx = offline_context(session, "fix", f"slot{slot}:{name}")
+    ctx.update(code=code, errors=errors)
+    usage = generated.usage
+    try:
         fixed = complete_code(session.endpoint, fix_prompt, ctx)
-        usage = usage.add(fixed.usage)
-        code = fixed.code
-        record.update(fixed=True, errors_after=session.objective.static_check(code))
-    return Generated(plan=plan, code=code, usage=usage, prevalidation=record)
+    except GenerationError as exc:
+        usage = usage.add(exc.usage or LLMUsage())
+        record.update(errors_after=None, fix_error=str(exc)[:500])
+        return generated.model_copy(update={"usage": usage, "prevalidation": record})
+    usage = usage.add(fixed.usage)
+    errors_after = session.objective.static_check(fixed.code)
+    record.update(fixed=not errors_after, errors_after=errors_after)
+    if errors_after:
+        return generated.model_copy(update={"usage": usage, "prevalidation": record})
+    return Generated(plan=generated.plan, code=fixed.code, usage=usage, prevalidation=record)
 
 
 def memory_limit_text(session: RunSession) -> str | None:
@@ -364,14 +392,28 @@ def debug_program(
     exc_type: str | None,
     problems: list[str],
 ) -> Generated:
-    """Debug attempt ``attempt``: debug.j2 with the *previous* attempt's code and output."""
+    """Debug attempt ``attempt``: debug.j2 with the *previous* attempt's code and output, the
+    fix statically pre-validated like a draft (:func:`prevalidate`, self-fix prompt saved as
+    ``prompt-fix-debug<attempt>.md``)."""
     prompt, ctx = _debug_call(
         session, slot, f"slot{slot}:debug{attempt}", attempt, session.config.search.debug_max_attempts,
         code, term_out, exc_type, problems,
     )
     save_prompt(session, node_id, f"debug{attempt}", prompt)
     reply = complete_code(session.endpoint, prompt, ctx)
-    return Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+    generated = Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+    if same_program(generated.code, code):  # nothing to pre-validate: the caller counts it as failed
+        return generated
+    return prevalidate(session, node_id, slot, f"fix-debug{attempt}", generated)
+
+
+def same_program(a: str, b: str) -> bool:
+    """True when two programs differ at most in trailing whitespace and blank lines (a debug
+    "fix" that returns the program unchanged is a failed attempt, not a run; issue 13)."""
+    def norm(code: str) -> list[str]:
+        return [line.rstrip() for line in code.strip().splitlines() if line.strip()]
+
+    return norm(a) == norm(b)
 
 
 def _debug_call(
@@ -447,11 +489,26 @@ def review_program(session: RunSession, node_id: str, slot: int, final: Attempt)
     )
     if final.evaluation is not None:
         ctx["evaluation"] = final.evaluation
-    args, usage, error = complete_review(session.endpoint, prompt, REVIEW_TOOL, ctx)
+    args, usage, error = complete_review(session.review_endpoint, prompt, REVIEW_TOOL, ctx)
     outcome = decide_review(final.result, args, errors, metric=metric)
     if error:
         outcome.reasons.append(f"review call: {error}")
     return outcome, usage
+
+
+def flagged_by_reviewer(outcome: ReviewOutcome, final: Attempt) -> bool:
+    """True when the node is buggy only because the LLM reviewer says so: the program ran, its
+    submission (or evaluation) passed and its metric parsed (issue 13: such a node is debugged
+    with the reviewer's reason, and stays a candidate for the hand-in)."""
+    return outcome.is_buggy and not final.failed and outcome.metric_value is not None
+
+
+def reviewer_reasons(outcome: ReviewOutcome) -> list[str]:
+    """The reviewer's reasons for calling a program buggy, as debug problems."""
+    reasons = [r for r in outcome.reasons if not r.startswith("note:") and not r.startswith("review call:")]
+    return [f"the reviewer judged the program buggy although it ran: {r}" for r in reasons] or [
+        "the reviewer judged the program buggy although it ran and wrote a valid submission"
+    ]
 
 
 # --------------------------------------------------------------------------- nodes
@@ -474,6 +531,9 @@ def assemble_node(
     is_buggy = review.is_buggy or chain.dead
     metadata = dict(request.metadata)
     metadata.update(
+        # it ran, wrote a valid submission (or passed the evaluator) and printed a finite metric:
+        # a candidate for the hand-in even if the reviewer flagged it (Journal.submission_candidate)
+        facts_passed=not chain.dead and not final.problems and review.metric_value is not None,
         prevalidation=generated.prevalidation,
         debug_history=chain.history,
         review={**review.details, "reasons": review.reasons, "metric_disagreement": review.metric_disagreement},
@@ -562,7 +622,51 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     if node.agent_id:
         session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
         session.experience.add(record_for(node, node.metadata["quality"]))
+    publish_best(session)
+    check_limits(session)
     return node
+
+
+def publish_best(session: RunSession) -> Node | None:
+    """Hand in the current best work now (issue 13: a run killed from outside keeps it): when
+    :meth:`Journal.submission_candidate` changed since the last call, its program and
+    submission (problems: metrics) are copied to the run directory. Returns the candidate."""
+    with session.lock:
+        node, _ = session.journal.submission_candidate()
+        if node is not None and node.id != session.published_best_id:
+            session.objective.publish_best(session.run_dir, node)
+            session.published_best_id = node.id
+    return node
+
+
+def check_limits(session: RunSession) -> str | None:
+    """Stop the run (no new step starts; :meth:`RunSession.stop`) when a limit beyond budget and
+    time is reached, and return the stop reason (None while the run may go on):
+
+    - ``model.max_cost_usd``: the ledger's cost (every call, failed and preflight ones too)
+      reached it — a clean stop, the run ends normally;
+    - ``model.max_consecutive_failures``: that many nodes in a row (the latest ones) are
+      generation failures (the model failed for good or never gave a program) — a failing
+      stop: the run ends with exit 1 and can be resumed once the model works again.
+    """
+    model = session.config.model
+    if model.max_cost_usd is not None:
+        cost = session.ledger.totals().cost_usd
+        if cost is not None and cost >= model.max_cost_usd:
+            session.stop(f"model.max_cost_usd reached: the run's model calls cost ${cost:.4f} "
+                         f"(limit ${model.max_cost_usd:.4f})")
+    recent = session.journal.nodes[-model.max_consecutive_failures:]
+    if len(recent) == model.max_consecutive_failures and all(
+        n.exc_type == "GenerationError" and "generation_error" in n.metadata for n in recent
+    ):
+        last = (recent[-1].exc_info or "").splitlines()[0][:300] if recent[-1].exc_info else "unknown error"
+        session.stop(
+            f"the model failed {len(recent)} times in a row ({session.endpoint.name} at {session.endpoint.where}; "
+            f"last error: {last}): fix the model or its endpoint, then continue with "
+            f"`swarm-evo resume {session.run_dir}`",
+            failure=True,
+        )
+    return session.stop_reason
 
 
 # --------------------------------------------------------------------------- the end
@@ -575,11 +679,19 @@ def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
 
 
 def write_run_report(session: RunSession) -> dict:
-    """Build ``RUN_DIR/run_report.json`` (operations, agents, evolutions, Phase 2 start) and return it."""
+    """Build ``RUN_DIR/run_report.json`` and return it: :func:`swarm_evo.run_report.build_run_report`
+    (operations, agents, evolutions, Phase 2 start) plus ``hand_in`` (``{node_id, step, reason}``),
+    ``llm`` (calls, failed_calls, prompt_tokens, completion_tokens, cost_usd, seconds, by_operation,
+    by_role: :mod:`swarm_evo.llm.ledger`) and ``stop_reason`` (None unless the run stopped early)."""
     from swarm_evo.agent_evolution import load_evolutions
 
     evolutions = [record.summary() for record in load_evolutions(session.run_dir)]
     report = build_run_report(session.journal, evolutions, session.agents.ids)
+    chosen, why = session.journal.submission_candidate()
+    report["hand_in"] = {"node_id": chosen.id if chosen else None, "step": chosen.step if chosen else None,
+                         "reason": why}
+    report["llm"] = session.ledger.summary().report()  # every model call, failed and preflight ones too
+    report["stop_reason"] = session.stop_reason
     save_run_report(session.run_dir / RUN_REPORT_FILE, report)
     return report
 

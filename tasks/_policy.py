@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from prefect.cache_policies import NO_CACHE
 
-from swarm_evo.llm.client import TRANSIENT_ERRORS
+from swarm_evo.llm.client import RETRY_HORIZON, TRANSIENT_ERRORS
 from swarm_evo.sandbox import SandboxError, SandboxUnavailableError
 
 RETRY_DELAYS = [2, 10, 30]
@@ -39,6 +39,10 @@ RETRY_DELAYS = [2, 10, 30]
 
 RETRY_JITTER = 0.5
 """Prefect ``retry_jitter_factor``: each delay is drawn around its value, at most 1.5 times it."""
+
+# Near the run's deadline a transient error is not retried (swarm_evo.llm.client.RETRY_HORIZON):
+# that horizon must cover the longest wait these retries can take.
+assert max(RETRY_DELAYS) * (1 + RETRY_JITTER) <= RETRY_HORIZON, "RETRY_HORIZON shorter than a retry wait"
 
 
 def retry_on_transient(task, task_run, state) -> bool:

@@ -18,7 +18,7 @@ def ask_agent_texts(run_dir: str, prompt: str, ctx: dict) -> tuple[dict | None, 
     """One forced ``submit_agent_texts`` call for one weak agent (``ctx["call_key"]`` is
     ``evolution<k>:<agent id>``); transient model errors are retried (tasks._policy.LLM_RETRY).
     Returns ``(arguments, usage, error)`` as :func:`swarm_evo.llm.client.complete_review`."""
-    return complete_review(get_session(run_dir).endpoint, prompt, agent_evolution.AGENT_TEXTS_TOOL, ctx)
+    return complete_review(get_session(run_dir).evolution_endpoint, prompt, agent_evolution.AGENT_TEXTS_TOOL, ctx)
 
 
 @task(name="evolve-agents", task_run_name="evolve-agents-epoch{epoch}", **TASK_DEFAULTS)

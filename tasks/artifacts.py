@@ -59,6 +59,8 @@ def update_progress(run_dir: str) -> None:
     update_progress_artifact(
         artifact_id=artifact_id,
         progress=min(100.0, 100.0 * len(session.journal) / session.config.search.max_steps),
+        description=views.progress_line(session.journal, session.config.search.max_steps,
+                                        session.ledger.totals()),
     )
 
 
@@ -106,7 +108,8 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     ``report.md`` refers to both files by their names.
     """
     session = get_session(run_dir)
-    summary = views.run_summary(session.journal, grade)
+    summary = views.run_summary(session.journal, grade, llm=session.ledger.summary().report(),
+                                stop_reason=session.stop_reason)
     pictures = write_run_pictures(run_dir)
     chart, tree = pictures.get("chart"), pictures.get("tree")
     markdown = views.final_report_markdown(

@@ -74,16 +74,30 @@ class GenerationError(RuntimeError):
 
 
 class ModelEndpoint(BaseModel):
-    """Which model to call and how. ``api_key`` is a SecretStr: it never appears in logs or reprs."""
+    """Which model to call and how. ``api_key`` is a SecretStr: it never appears in logs or reprs.
+
+    ``role`` names what the endpoint is for (``code``, ``review``, ``evolution``: AIDE's code
+    and feedback models; :meth:`for_role`). ``deadline`` (Unix time, s) is the run's end: a
+    call's timeout and retries are cut to it and no call starts after it (:func:`_call`).
+    ``ledger_path`` is the run's ``llm_calls.jsonl`` (:mod:`swarm_evo.llm.ledger`).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = OFFLINE
+    role: str = "code"
     api_base: str | None = None
     api_key: SecretStr | None = None
     temperature: float = 0.5
+    max_tokens: int | None = None
+    drop_params: bool = True
     timeout: float = 600.0
     num_retries: int = 2
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    tool_calls: str = "auto"
+    deadline: float | None = None
+    ledger_path: str | None = None
     injected_failure_rate: float = Field(0.0, ge=0, le=1)
     """Offline model only: chance that a call fails on purpose (swarm_evo/llm/offline/failures.py)."""
 
@@ -97,10 +111,26 @@ class ModelEndpoint(BaseModel):
         """The model string litellm routes on."""
         return f"{OFFLINE}/swarm-evo" if self.name == OFFLINE else self.name
 
+    @property
+    def where(self) -> str:
+        """The endpoint as messages name it: the api_base, or the provider's default one."""
+        return self.api_base or "the provider's default endpoint"
+
+    def for_role(self, role: str, name: str | None) -> "ModelEndpoint":
+        """The same endpoint for another role (``review``, ``evolution``), calling model ``name``
+        (None: this endpoint's model)."""
+        return self.model_copy(update={"role": role, "name": name or self.name})
+
+    def time_left(self) -> float | None:
+        """Seconds until :attr:`deadline` (may be ≤ 0), or None without a deadline."""
+        return None if self.deadline is None else self.deadline - time.time()
+
 
 def endpoint_for(model, api_key: SecretStr | str | None = None) -> ModelEndpoint:
-    """The endpoint for a run's ``model`` config section (swarm_evo.config.ModelConfig),
-    with an optional API key (from a Prefect block; never from the config file)."""
+    """The code-writing endpoint for a run's ``model`` config section
+    (swarm_evo.config.ModelConfig), with an optional API key (from a Prefect block; never from
+    the config file). The review and evolution endpoints derive from it
+    (:meth:`ModelEndpoint.for_role` with ``model.review_name`` / ``model.evolution_name``)."""
     if isinstance(api_key, str):
         api_key = SecretStr(api_key)
     return ModelEndpoint(
@@ -108,10 +138,26 @@ def endpoint_for(model, api_key: SecretStr | str | None = None) -> ModelEndpoint
         api_base=model.api_base,
         api_key=api_key,
         temperature=model.temperature,
+        max_tokens=model.max_tokens,
+        drop_params=model.drop_params,
         timeout=model.timeout,
         num_retries=model.num_retries,
+        input_cost_per_token=model.input_cost_per_token,
+        output_cost_per_token=model.output_cost_per_token,
+        tool_calls=model.tool_calls,
         injected_failure_rate=getattr(model, "injected_failure_rate", 0.0),
     )
+
+
+class DeadlineReached(RuntimeError):
+    """The run's time limit is reached: no model call starts (and a transient error close to
+    the deadline is not retried). Not transient: callers end the step instead."""
+
+
+RETRY_HORIZON = 45.0
+"""Seconds the Prefect task retries may wait before the next attempt (tasks/_policy.py: the
+longest delay, 30 s, times the jitter 1.5). A transient error with less time than this left
+before the deadline becomes :class:`DeadlineReached`, so no retry sleeps past the run's end."""
 
 
 def check_model_access(endpoint: ModelEndpoint) -> None:
@@ -132,8 +178,9 @@ def check_model_access(endpoint: ModelEndpoint) -> None:
     except Exception as exc:  # litellm raises BadRequestError for unknown providers
         raise ModelAccessError(
             f"unknown model '{endpoint.name}': use a litellm model name such as "
-            f"'openai/gpt-4o-mini', 'anthropic/claude-3-5-sonnet-latest' or 'ollama/llama3' "
-            f"(with --api-base), or 'offline' ({str(exc).splitlines()[0][:200]})"
+            f"'openai/gpt-4o-mini', 'anthropic/claude-3-5-sonnet-latest' or 'ollama_chat/llama3' "
+            f"(a local server's URL goes in model.api_base of --config or an LLM settings block), "
+            f"or 'offline' ({str(exc).splitlines()[0][:200]})"
         ) from None
     if endpoint.api_key is not None:
         return
@@ -147,15 +194,131 @@ def check_model_access(endpoint: ModelEndpoint) -> None:
         )
 
 
+class ProbeResult(BaseModel):
+    """The preflight call's outcome: ``usage`` (what it cost) and ``warning`` (a transient
+    failure — timeout, 429, 5xx — that does not stop the run; None when the model answered)."""
+
+    usage: LLMUsage = Field(default_factory=LLMUsage)
+    warning: str | None = None
+    seconds: float = 0.0
+    model: str = ""
+    recorded: bool = False
+    """Set once a run's ledger counted this call (a cached probe is counted by one run only)."""
+
+
+PROBE_PROMPT = "Reply with the single word OK."
+PROBE_TIMEOUT = 30.0
+"""Seconds the preflight call may take at most (the model's own timeout when shorter)."""
+
+_PROBES: dict[tuple, ProbeResult] = {}
+
+
+def probe_model(endpoint: ModelEndpoint) -> ProbeResult:
+    """One small call before the first step (issue 13, fail fast), once per process and
+    endpoint (the CLI's preflight and the flow share it); nothing for the offline model.
+
+    Returns the :class:`ProbeResult`; a timeout, a rate limit or a 5xx is a warning, not a
+    failure (the run's own retries deal with a slow or busy server).
+
+    Raises:
+        ModelAccessError: one line naming the model, the endpoint and the fix, when the
+            endpoint is unreachable (connection refused, unknown host), refuses the key (401,
+            403) or does not know the model (404, or a 400 saying so).
+    """
+    if endpoint.is_offline:
+        return ProbeResult()
+    key = (endpoint.name, endpoint.api_base, endpoint.api_key.get_secret_value() if endpoint.api_key else None)
+    if key in _PROBES:
+        return _PROBES[key]
+    probe = endpoint.model_copy(update={
+        "timeout": min(endpoint.timeout, PROBE_TIMEOUT), "num_retries": 0, "deadline": None, "ledger_path": None,
+    })
+    started = time.perf_counter()
+    try:
+        _, usage = _call(probe, [{"role": "user", "content": PROBE_PROMPT}], {"purpose": "probe"})
+        result = ProbeResult(usage=usage, seconds=time.perf_counter() - started)
+    except TRANSIENT_ERRORS as exc:
+        if _unreachable(exc):
+            raise ModelAccessError(_probe_message(endpoint, "cannot be reached", exc,
+                                                  "start the server or fix model.api_base")) from None
+        result = ProbeResult(seconds=time.perf_counter() - started,
+                             warning=f"the preflight call failed ({type(exc).__name__}); the run goes on and retries")
+    except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
+        raise ModelAccessError(_probe_message(
+            endpoint, "refused the API key", exc,
+            "set the provider's API key variable (e.g. OPENAI_API_KEY) or an LLM settings block's api_key "
+            "(--llm-block)")) from None
+    except litellm.NotFoundError as exc:
+        raise ModelAccessError(_probe_message(endpoint, "does not serve this model", exc,
+                                              "use a model name the server lists (--model)")) from None
+    except litellm.BadRequestError as exc:
+        text = str(exc).lower()
+        if "model" in text and ("not found" in text or "does not exist" in text or "unknown" in text):
+            raise ModelAccessError(_probe_message(endpoint, "does not serve this model", exc,
+                                                  "use a model name the server lists (--model)")) from None
+        result = ProbeResult(seconds=time.perf_counter() - started,
+                             warning=f"the preflight call was rejected ({str(exc).splitlines()[0][:200]})")
+    result.model = endpoint.name
+    _PROBES[key] = result
+    return result
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when the error's cause chain holds a refused connection or an unknown host (litellm
+    reports an OpenAI-compatible server's refused connection as a 500 "Connection error.")."""
+    import socket
+
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, (ConnectionRefusedError, socket.gaierror)):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc).lower()
+    return "connection refused" in text or "name or service not known" in text
+
+
+def _probe_message(endpoint: ModelEndpoint, what: str, exc: BaseException, fix: str) -> str:
+    detail = " ".join(str(exc).split())[:200]
+    return f"model '{endpoint.name}' at {endpoint.where} {what} ({type(exc).__name__}: {detail}): {fix}"
+
+
 def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **extra: Any):
+    """One litellm completion: ``(response, LLMUsage)``. Every call, failed ones too, is written
+    to the run's ledger (``endpoint.ledger_path``) under ``ctx["purpose"]``.
+
+    The timeout is ``min(endpoint.timeout, time left)`` and litellm's ``num_retries`` are cut
+    so that the retries fit the time left (issue 13: a run ends within its time limit plus one
+    model timeout).
+
+    Raises:
+        DeadlineReached: the deadline has passed (nothing is sent), or a transient error came
+            within :data:`RETRY_HORIZON` of it.
+        litellm exceptions: whatever litellm raises once its own retries are spent.
+    """
+    timeout, num_retries = endpoint.timeout, endpoint.num_retries
+    left = endpoint.time_left()
+    if left is not None:
+        if left <= 0:
+            raise DeadlineReached(f"the run's time limit is reached: no {endpoint.role} call to {endpoint.name}")
+        timeout = max(1.0, min(timeout, left))
+        num_retries = max(0, min(num_retries, int(left // timeout) - 1))
     kwargs: dict[str, Any] = dict(
         model=endpoint.litellm_model,
         messages=messages,
         temperature=endpoint.temperature,
-        timeout=endpoint.timeout,
-        num_retries=endpoint.num_retries,
+        timeout=timeout,
+        num_retries=num_retries,
         **extra,
     )
+    if endpoint.max_tokens is not None:
+        kwargs["max_tokens"] = endpoint.max_tokens
+    if endpoint.drop_params:
+        kwargs["drop_params"] = True
+    if endpoint.input_cost_per_token is not None:
+        kwargs["input_cost_per_token"] = endpoint.input_cost_per_token
+        kwargs["output_cost_per_token"] = endpoint.output_cost_per_token
     if endpoint.api_base:
         kwargs["api_base"] = endpoint.api_base
     if endpoint.api_key is not None:
@@ -168,17 +331,44 @@ def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **ext
         if endpoint.injected_failure_rate:
             ctx["injected_failure_rate"] = endpoint.injected_failure_rate
         kwargs["metadata"] = {"swarm_evo": ctx}
+    operation = (ctx or {}).get("purpose")
     started = time.perf_counter()
-    response = litellm.completion(**kwargs)
+    try:
+        response = litellm.completion(**kwargs)
+    except Exception as exc:
+        _record(endpoint, operation, ok=False, seconds=time.perf_counter() - started,
+                error=f"{type(exc).__name__}: {exc}")
+        after = endpoint.time_left()
+        if isinstance(exc, TRANSIENT_ERRORS) and after is not None and after < RETRY_HORIZON:
+            raise DeadlineReached(
+                f"{type(exc).__name__} with {max(0.0, after):.0f} s left before the time limit: not retried"
+            ) from exc
+        raise
     seconds = time.perf_counter() - started
     usage = getattr(response, "usage", None)
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    return response, LLMUsage(
+    call_usage = LLMUsage(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cost=float(cost) if cost is not None else None,
         calls=1,
         seconds=seconds,
+    )
+    _record(endpoint, operation, ok=True, seconds=seconds, usage=call_usage)
+    return response, call_usage
+
+
+def _record(endpoint: ModelEndpoint, operation: str | None, *, ok: bool, seconds: float,
+            usage: LLMUsage | None = None, error: str | None = None) -> None:
+    if endpoint.ledger_path is None:
+        return
+    from swarm_evo.llm.ledger import ledger_for
+
+    usage = usage or LLMUsage()
+    ledger_for(endpoint.ledger_path).record(
+        role=endpoint.role, operation=operation, model=endpoint.name, ok=ok,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost, seconds=seconds, error=error,
     )
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.journal import Journal
+from swarm_evo.node import Node
 from swarm_evo.sandbox import ExecutionResult, Sandbox
 
 
@@ -88,6 +89,13 @@ class Objective(Protocol):
         """``(errors, metric)`` the review decides on besides the execution of ``final``:
         competitions: the submission check and :data:`swarm_evo.review.PARSE_STDOUT` (the
         metric line of stdout); problems: the evaluation's error and ``combined_score``."""
+        ...
+
+    def publish_best(self, run_dir: Path, node: Node) -> None:
+        """Copy ``node``'s program to ``RUN_DIR/best_solution.py`` and its product to the run
+        directory (competitions: ``submission/submission.csv``; problems: ``best_metrics.json``),
+        each file replaced atomically. Called every time the best node changes, so a run
+        killed from outside keeps its best work (issue 13)."""
         ...
 
     def finalize(self, run_dir: Path, journal: Journal) -> BaseModel:

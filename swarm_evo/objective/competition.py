@@ -21,7 +21,8 @@ from swarm_evo.competition import (
 from swarm_evo.data_preview import preview_data
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
-from swarm_evo.journal import Journal, atomic_write_text
+from swarm_evo.journal import Journal, atomic_copy, atomic_write_text
+from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
 from swarm_evo.prevalidate import static_check
 from swarm_evo.prompts import templates_dir
@@ -125,18 +126,22 @@ class CompetitionObjective:
         """The submission check now, and the metric line of stdout."""
         return validate_submission(workdir / SUBMISSION, self.competition), PARSE_STDOUT
 
+    def publish_best(self, run_dir: Path, node: Node) -> None:
+        """``best_solution.py`` and ``submission/submission.csv`` of ``node``, each replaced atomically."""
+        atomic_write_text(run_dir / "best_solution.py", node.code)
+        atomic_copy(run_dir / "nodes" / node.id / SUBMISSION, run_dir / SUBMISSION)
+
     def finalize(self, run_dir: Path, journal: Journal) -> CompetitionReport:
-        """Copy the best valid node's program and submission to the run directory and grade it.
+        """Hand in the run's submission (:meth:`Journal.submission_candidate`: the best valid
+        node, else the best node that passed every deterministic check) and grade it.
 
         Writes ``best_solution.py``, ``submission/submission.csv`` and ``grade_report.json``
-        (a report with ``submission_exists: false`` when no node is valid).
+        (a report with ``submission_exists: false`` when no node qualifies).
         """
-        best = journal.best_node()
+        best, _ = journal.submission_candidate()
         target = run_dir / SUBMISSION
         if best is not None:
-            atomic_write_text(run_dir / "best_solution.py", best.code)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(run_dir / "nodes" / best.id / SUBMISSION, target)
+            self.publish_best(run_dir, best)
         report = grade_submission(target, self.competition)
         atomic_write_text(run_dir / "grade_report.json", report.model_dump_json(indent=2))
         return report

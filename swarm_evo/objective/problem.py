@@ -28,7 +28,8 @@ from pydantic import BaseModel, Field
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.evaluation import EvaluationResult, Problem, evaluate_program
 from swarm_evo.genes import marker, parse_genes
-from swarm_evo.journal import Journal, atomic_write_text
+from swarm_evo.journal import Journal, atomic_copy, atomic_write_text
+from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
 from swarm_evo.prompts import templates_dir
 from swarm_evo.sandbox import ExecutionResult, Sandbox
@@ -216,17 +217,20 @@ class ProblemObjective:
         shutil.copyfile(folder / RESULTS_DIR / "metrics.json", run_dir / INITIAL_METRICS)
         return evaluation
 
+    def publish_best(self, run_dir: Path, node: Node) -> None:
+        """``best_solution.py`` and ``best_metrics.json`` of ``node``, each replaced atomically."""
+        atomic_write_text(run_dir / "best_solution.py", node.code)
+        atomic_copy(run_dir / "nodes" / node.id / RESULTS_DIR / "metrics.json", run_dir / BEST_METRICS)
+
     def finalize(self, run_dir: Path, journal: Journal) -> ProblemReport:
         """Write ``best_solution.py``, ``best_metrics.json`` and ``problem_report.json``."""
         p = self.problem
-        best = journal.best_node()
+        best, _ = journal.submission_candidate()
         initial = _read_json(run_dir / INITIAL_METRICS)
         best_metrics = None
         if best is not None:
-            atomic_write_text(run_dir / "best_solution.py", best.code)
-            source = run_dir / "nodes" / best.id / RESULTS_DIR / "metrics.json"
-            shutil.copyfile(source, run_dir / BEST_METRICS)
-            best_metrics = _read_json(source)
+            self.publish_best(run_dir, best)
+            best_metrics = _read_json(run_dir / BEST_METRICS)
         raw = _raw(best_metrics, p.score_name)
         gap = None
         if raw is not None and p.known_best is not None:
