@@ -1,0 +1,226 @@
+"""Issue 13, bounded time and nothing lost: the call ledger (cost), deadline-cut model calls,
+the preflight probe, the cost and failing-model stops, the hand-in fallback for a strict
+reviewer, the reviewer-flagged debug, and the best work on disk before the run ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import litellm
+import pytest
+
+from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
+from swarm_evo.journal import Journal
+from swarm_evo.llm import client
+from swarm_evo.llm.ledger import CallLedger, ledger_for
+from swarm_evo.node import LLMUsage
+from swarm_evo.review import decide_review
+from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.steps import flagged_by_reviewer, reviewer_reasons, same_program
+from factories import make_node
+
+OPENAI = dict(name="openai/gpt-4o-mini", api_key="x")
+
+
+# ------------------------------------------------------------------ ledger and cost
+def test_ledger_counts_every_call_and_survives_a_half_written_line(tmp_path):
+    path = tmp_path / "llm_calls.jsonl"
+    ledger = CallLedger(path)
+    ledger.record(role="code", operation="draft", model="m", ok=True, prompt_tokens=100, completion_tokens=40,
+                  cost_usd=0.01, seconds=1.5)
+    ledger.record(role="review", operation="review", model="m", ok=False, error="Timeout: no answer\nsecond line")
+    ledger.record(role="code", operation="draft", model="m", ok=True, prompt_tokens=10, completion_tokens=4)
+    with path.open("a") as fh:
+        fh.write('{"role": "code", "ok": tr')  # a killed process's last line
+    again = CallLedger(path).summary()
+    assert again.totals.calls == 3 and again.totals.failed_calls == 1
+    assert (again.totals.prompt_tokens, again.totals.completion_tokens) == (110, 44)
+    assert again.totals.cost_usd == pytest.approx(0.01)
+    assert again.by_operation["draft"].calls == 2 and again.by_role["review"].failed_calls == 1
+    report = again.report()
+    assert report["by_operation"]["review"]["failed_calls"] == 1
+    assert json.loads(path.read_text().splitlines()[1])["error"] == "Timeout: no answer"
+
+
+def test_custom_pricing_reaches_the_ledger_to_the_cent(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    endpoint = client.ModelEndpoint(**OPENAI, input_cost_per_token=0.001, output_cost_per_token=0.002,
+                                    ledger_path=str(path))
+    client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"}, mock_response="hello")
+    totals = ledger_for(path).totals()
+    expected = totals.prompt_tokens * 0.001 + totals.completion_tokens * 0.002
+    assert totals.calls == 1 and totals.prompt_tokens > 0 and totals.completion_tokens > 0
+    assert totals.cost_usd == pytest.approx(expected, abs=0.005)
+
+
+def test_a_failed_call_is_in_the_ledger(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    endpoint = client.ModelEndpoint(**OPENAI, num_retries=0, ledger_path=str(path))
+    error = litellm.BadRequestError(message="context window exceeded", model="gpt-4o-mini", llm_provider="openai")
+    with pytest.raises(litellm.BadRequestError):
+        client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "debug"}, mock_response=error)
+    totals = ledger_for(path).summary()
+    assert totals.totals.failed_calls == 1 and totals.by_operation["debug"].calls == 1
+
+
+# ------------------------------------------------------------------ the deadline
+def test_no_call_starts_after_the_deadline(monkeypatch):
+    sent = []
+    monkeypatch.setattr(litellm, "completion", lambda **kw: sent.append(kw))
+    endpoint = client.ModelEndpoint(**OPENAI, deadline=time.time() - 1)
+    with pytest.raises(client.DeadlineReached):
+        client._call(endpoint, [{"role": "user", "content": "hi"}], None)
+    assert sent == []
+
+
+def test_timeout_and_retries_are_cut_to_the_time_left(monkeypatch):
+    sent, real = [], litellm.completion
+
+    def spy(**kwargs):
+        sent.append(kwargs)
+        return real(**kwargs, mock_response="ok")
+
+    monkeypatch.setattr(litellm, "completion", spy)
+    endpoint = client.ModelEndpoint(**OPENAI, timeout=600, num_retries=3, deadline=time.time() + 25)
+    client._call(endpoint, [{"role": "user", "content": "hi"}], None)
+    assert sent[0]["timeout"] <= 25 and sent[0]["num_retries"] == 0
+    roomy = client.ModelEndpoint(**OPENAI, timeout=10, num_retries=3, deadline=time.time() + 1000)
+    client._call(roomy, [{"role": "user", "content": "hi"}], None)
+    assert sent[1]["timeout"] == 10 and sent[1]["num_retries"] == 3
+
+
+def test_a_transient_error_near_the_deadline_is_not_retried():
+    endpoint = client.ModelEndpoint(**OPENAI, num_retries=0, deadline=time.time() + client.RETRY_HORIZON / 2)
+    error = litellm.InternalServerError(message="busy", model="gpt-4o-mini", llm_provider="openai")
+    with pytest.raises(client.DeadlineReached) as info:
+        client._call(endpoint, [{"role": "user", "content": "hi"}], None, mock_response=error)
+    assert isinstance(info.value.__cause__, litellm.InternalServerError)
+    assert not isinstance(info.value, client.TRANSIENT_ERRORS)
+
+
+# ------------------------------------------------------------------ the preflight probe
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("name,suffix", [("openai/stand-in", "/v1"), ("hosted_vllm/stand-in", "/v1"),
+                                         ("ollama_chat/stand-in", "")])
+def test_probe_names_an_unreachable_endpoint_and_the_fix(name, suffix):
+    base = f"http://127.0.0.1:{_closed_port()}{suffix}"
+    started = time.perf_counter()
+    with pytest.raises(client.ModelAccessError) as info:
+        client.probe_model(client.ModelEndpoint(name=name, api_base=base, api_key="x", timeout=20))
+    message = str(info.value)
+    assert base in message and name in message and "start the server or fix model.api_base" in message
+    assert "\n" not in message and time.perf_counter() - started < 10
+
+
+def test_probe_of_the_offline_model_costs_nothing():
+    assert client.probe_model(client.ModelEndpoint()).usage.calls == 0
+
+
+# ------------------------------------------------------------------ strict reviewers
+def _passing_attempt(code: str = "print('Validation metric: 0.8')\n", attempt: int = 0) -> Attempt:
+    result = ExecutionResult(stdout="Validation metric: 0.8\n", term_out="Validation metric: 0.8\n", exit_code=0,
+                             exec_time=1.0)
+    return Attempt(attempt=attempt, code=code, result=result)
+
+
+def test_a_reviewer_only_bug_is_debugged_with_the_reviewers_reason():
+    final = _passing_attempt()
+    outcome = decide_review(final.result, {"is_bug": True, "summary": "target leakage in the features",
+                                           "approach_tag": "x", "has_csv_submission": True, "metric": None}, [])
+    assert outcome.is_buggy and flagged_by_reviewer(outcome, final)
+    reasons = reviewer_reasons(outcome)
+    assert any("target leakage" in r for r in reasons)
+    seen = []
+
+    def fixed(n, previous):
+        seen.append((n, previous.problems))
+        return _passing_attempt("print('Validation metric: 0.79')\n", attempt=n)
+
+    chain = run_debug_chain(final, 2, fixed)
+    assert chain.attempts == 0  # nothing failed deterministically
+    chain = debug_flagged(chain, reasons, 2, fixed)
+    assert seen == [(1, reasons)] and chain.attempts == 1 and not chain.dead
+    assert "0.79" in chain.final.code
+
+
+def test_a_flagged_program_is_kept_when_its_debug_breaks_it():
+    final = _passing_attempt()
+
+    def broken(n, previous):
+        result = ExecutionResult(stdout="", term_out="NameError", exit_code=1, exc_type="NameError", exec_time=1.0)
+        return Attempt(attempt=n, code="boom\n", result=result, problems=["NameError"],
+                       usage=LLMUsage(calls=1, prompt_tokens=5))
+
+    chain = run_debug_chain(final, 2, broken)
+    kept = debug_flagged(chain, ["the reviewer judged it buggy"], 2, broken)
+    assert kept.final.code == final.code and not kept.dead
+    assert kept.attempts == 2 and kept.usage.calls == 2 and len(kept.history) == 3
+
+
+def test_a_strict_reviewer_still_leaves_a_submission_candidate(tmp_path):
+    journal = Journal(None)
+    failed = make_node(metric=None, is_buggy=True, dead=True)
+    flagged_good = make_node(metric=0.81, is_buggy=True)
+    flagged_good.metadata.update(facts_passed=True, review={"reasons": ["LLM review reports a bug: leakage"]})
+    flagged_worse = make_node(metric=0.70, is_buggy=True)
+    flagged_worse.metadata.update(facts_passed=True, review={"reasons": ["LLM review reports a bug"]})
+    for node in (failed, flagged_worse, flagged_good):
+        journal.append(node)
+    node, why = journal.submission_candidate()
+    assert node is flagged_good
+    assert "passed every deterministic check" in why and "leakage" in why
+    valid = make_node(metric=0.5)
+    journal.append(valid)
+    node, why = journal.submission_candidate()
+    assert node is valid and "valid node" in why
+
+
+def test_unchanged_debug_fix_is_recognised():
+    assert same_program("a = 1\n\nb = 2\n", "a = 1   \nb = 2")
+    assert not same_program("a = 1\nb = 2\n", "a = 1\nb = 3\n")
+
+
+# ------------------------------------------------------------------ nothing lost on a kill
+def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path):
+    from swarm_evo.competition import load_competition, prepare_competition, validate_submission
+
+    data = tmp_path / "data"
+    prepare_competition("sklearn-breast-cancer", None, data)
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING")
+    cmd = [sys.executable, "-m", "swarm_evo.cli", "run", "--competition-id", "sklearn-breast-cancer",
+           "--data-dir", str(data), "--max-steps", "20", "--seed", "1", "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            journal = run_dir / "journal.json"
+            if journal.exists():
+                nodes = json.loads(journal.read_text())["nodes"]
+                if any(not n["is_buggy"] and not n["dead"] for n in nodes):
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    submission = run_dir / "submission" / "submission.csv"
+    assert submission.exists(), "the best submission is written when the best improves, not at the end"
+    assert validate_submission(submission, load_competition("sklearn-breast-cancer", data)) == []
+    assert (run_dir / "best_solution.py").read_text().count("# [SECTION:") == 7
