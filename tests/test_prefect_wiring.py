@@ -49,10 +49,13 @@ def test_llm_block_sets_model_and_secret_key(prefect_server):
     from blocks import LLMSettings, SandboxSettings
     from flows.two_phase_evo import resolve_config
 
-    LLMSettings(model="openai/gpt-4o-mini", api_key="sk-test-secret", temperature=0.2).save("test-llm", overwrite=True)
+    LLMSettings(model="openai/gpt-4o-mini", api_key="sk-test-secret", temperature=0.2, review_model="openai/gpt-4o",
+                input_cost_per_token=1e-6, output_cost_per_token=4e-6).save("test-llm", overwrite=True)
     SandboxSettings(exec_timeout=120).save("test-sandbox", overwrite=True)
     config, api_key = resolve_config(None, llm_block="test-llm", sandbox_block="test-sandbox", max_steps=7)
     assert config.model.name == "openai/gpt-4o-mini" and config.model.temperature == 0.2
+    assert config.model.review_name == "openai/gpt-4o" and config.model.evolution_name is None
+    assert (config.model.input_cost_per_token, config.model.output_cost_per_token) == (1e-6, 4e-6)
     assert api_key.get_secret_value() == "sk-test-secret"
     assert "sk-test-secret" not in config.model_dump_json(), "the key never enters the run config / journal"
     assert config.sandbox.exec_timeout == 120 and config.search.max_steps == 7
