@@ -37,6 +37,16 @@ def _outcome(node: Node) -> dict | State:
     return summary
 
 
+def _failed_generation(session, run_dir: str, node_id: str, request, exc: BaseException, epoch: int,
+                       started: float) -> dict | State:
+    """GenerationError or a model error after its retries: a dead node, counted in the budget."""
+    get_run_logger().warning("generation failed for slot %s (%s): %s", request.slot, type(exc).__name__, exc)
+    node = steps.failed_generation_node(session, node_id, request, exc, epoch, time.perf_counter() - started)
+    append_node(run_dir, node, request)
+    update_progress(run_dir)
+    return _outcome(node)
+
+
 def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | State:
     """select → generate (+ static check and self-fix) → execute → debug chain → review → append."""
     logger = get_run_logger()
@@ -46,18 +56,15 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     node_id = new_node_id()
     try:
         generated = generate(run_dir, node_id, request)
-    except DeadlineReached as exc:  # the time limit came first: no node, the slot goes back
-        logger.info("slot %s not started: %s", slot, exc)
+    except DeadlineReached as exc:
+        if not session.budget.time_up():  # a model error close to the deadline: a failed generation
+            return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
+        logger.info("slot %s not started: %s", slot, exc)  # the time limit came first: no node
         steps.release_request(session, request)
         session.budget.release(slot)
         return None
     except Exception as exc:  # retries for transient errors already ran inside the task
-        # GenerationError or a model error after its retries: a dead node, counted in the budget
-        logger.warning("generation failed for slot %s (%s): %s", slot, type(exc).__name__, exc)
-        node = steps.failed_generation_node(session, node_id, request, exc, epoch, time.perf_counter() - started)
-        append_node(run_dir, node, request)
-        update_progress(run_dir)
-        return _outcome(node)
+        return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
     first = execute(run_dir, node_id, generated.code, 0, generated.plan)
 
     last_run = [first]  # the last attempt whose program ran: what the next fix works on

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
@@ -49,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--run-dir", type=Path, default=None)
     r.add_argument("--config", type=Path, default=None, help="YAML config file")
     r.add_argument("--parallel-workers", type=int, default=None)
-    r.add_argument("--time-limit", type=float, default=None, help="seconds for the whole run")
+    r.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole run, counted from the command's start")
     r.add_argument("--executor", choices=("local", "docker"), default=None,
                    help="sandbox backend: local processes (default) or Docker containers")
     r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
@@ -190,6 +192,10 @@ def _run(args) -> int:
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
     run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
     start_ephemeral_api()
+    # The time limit counts from the command's start: imports, the preflight calls (a hanging
+    # model costs one timeout there) and the Prefect API's start-up come out of it.
+    startup = time.monotonic() - args.started
+    overrides["time_limit"] = max(1.0, config.search.time_limit - startup)
     return _flow_outcome(lambda: two_phase_evo(
         competition_id=args.competition_id,
         problem=args.problem,
@@ -240,7 +246,9 @@ def _resume(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``swarm-evo`` console script; returns the exit code."""
+    started = time.monotonic()
     args = _parser().parse_args(argv)
+    args.started = started
     if args.command == "eval":  # before the imports below (litellm, sklearn: seconds): submit stays fast
         from swarm_evo.eval_cli import run_eval
 

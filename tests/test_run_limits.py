@@ -93,7 +93,7 @@ def test_timeout_and_retries_are_cut_to_the_time_left(monkeypatch):
     assert sent[0]["timeout"] <= 25 and sent[0]["num_retries"] == 0
     roomy = client.ModelEndpoint(**OPENAI, timeout=10, num_retries=3, deadline=time.time() + 1000)
     client._call(roomy, [{"role": "user", "content": "hi"}], None)
-    assert sent[1]["timeout"] == 10 and sent[1]["num_retries"] == 3
+    assert sent[1]["timeout"] == 10 and sent[1]["num_retries"] == 3  # (2·3+1)·10 s + 3 s fit in 1000 s
 
 
 def test_a_transient_error_near_the_deadline_is_not_retried():

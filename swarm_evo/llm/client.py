@@ -303,7 +303,9 @@ def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **ext
         if left <= 0:
             raise DeadlineReached(f"the run's time limit is reached: no {endpoint.role} call to {endpoint.name}")
         timeout = max(1.0, min(timeout, left))
-        num_retries = max(0, min(num_retries, int(left // timeout) - 1))
+        # litellm 1.106.2 with openai/ models makes up to 2n+1 attempts for num_retries=n (its own
+        # retries around the OpenAI client's), 1 s apart: keep them all within the time left.
+        num_retries = max(0, min(num_retries, int((left - timeout) // (2 * timeout + 1))))
     kwargs: dict[str, Any] = dict(
         model=endpoint.litellm_model,
         messages=messages,
