@@ -224,3 +224,50 @@ def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path
     assert submission.exists(), "the best submission is written when the best improves, not at the end"
     assert validate_submission(submission, load_competition("sklearn-breast-cancer", data)) == []
     assert (run_dir / "best_solution.py").read_text().count("# [SECTION:") == 7
+
+
+# ------------------------------------------------------------------ stops: cost, a failing model
+def _session(tmp_path, **model):
+    from swarm_evo.competition import prepare_competition
+    from swarm_evo.config import RunConfig
+    from swarm_evo.session import open_session
+
+    prepare_competition("sklearn-wine", None, tmp_path / "data")
+    config = RunConfig().with_overrides({"search.max_steps": 50, **{f"model.{k}": v for k, v in model.items()}})
+    return open_session(competition_id="sklearn-wine", data_dir=tmp_path / "data", run_dir=tmp_path / "run",
+                        config=config, endpoint=client.endpoint_for(config.model))
+
+
+def _failed_generation(session, error: Exception):
+    from swarm_evo import steps
+
+    slot = session.budget.reserve()
+    request = steps.OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
+    node = steps.failed_generation_node(session, f"n{slot}", request, error, epoch=1, wall_seconds=0.1)
+    return steps.append_node(session, node, request)
+
+
+def test_a_model_failing_again_and_again_stops_the_run_as_a_failure(tmp_path):
+    from swarm_evo import steps
+
+    session = _session(tmp_path, max_consecutive_failures=3)
+    for _ in range(2):
+        _failed_generation(session, litellm.InternalServerError(message="down", model="m", llm_provider="openai"))
+    assert steps.check_limits(session) is None and not session.finished
+    _failed_generation(session, client.GenerationError("no usable program in 2 replies"))
+    reason = steps.check_limits(session)
+    assert session.finished and session.stop_is_failure
+    assert "failed 3 times in a row" in reason and f"swarm-evo resume {session.run_dir}" in reason
+    assert "no usable program" in reason
+
+
+def test_max_cost_stops_the_run_cleanly(tmp_path):
+    from swarm_evo import steps
+
+    session = _session(tmp_path, max_cost_usd=0.05)
+    session.ledger.record(role="code", operation="draft", model="m", ok=True, cost_usd=0.03)
+    assert steps.check_limits(session) is None
+    session.ledger.record(role="review", operation="review", model="m", ok=True, cost_usd=0.025)
+    reason = steps.check_limits(session)
+    assert "max_cost_usd reached" in reason and "$0.0550" in reason
+    assert session.finished and not session.stop_is_failure
