@@ -10,7 +10,7 @@ from prefect.states import Completed, State
 
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo import steps
-from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
+from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
 from swarm_evo.llm.client import DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
@@ -78,7 +78,7 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
             slot=slot,
             attempt=n,
             previous_code=base.code,
-            previous_term_out=base.result.term_out,
+            previous_term_out=recorded_output(base.result.term_out),
             previous_exc_type=base.result.exc_type,
             previous_problems=base.problems,
         )

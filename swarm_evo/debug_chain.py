@@ -18,6 +18,18 @@ from pydantic import BaseModel, Field
 
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.sandbox.base import bound_text
+
+RECORDED_OUTPUT_BYTES = 16_000
+"""Bytes of an execution's output (head + tail) kept in the journal — the node's ``term_out``
+and each ``debug_history`` entry — and passed as a debug-attempt subflow's parameter. The
+whole output (up to ``sandbox.max_output_bytes``) stays in ``nodes/<id>/stdout.txt`` and
+``stderr.txt``; prompts bound it again to the model's context (issue 13)."""
+
+
+def recorded_output(term_out: str) -> str:
+    """``term_out`` bounded to :data:`RECORDED_OUTPUT_BYTES` (head, a marker line, tail)."""
+    return bound_text(term_out or "", RECORDED_OUTPUT_BYTES)[0]
 
 
 class Attempt(BaseModel):
@@ -52,7 +64,7 @@ class Attempt(BaseModel):
             "exc_type": self.result.exc_type,
             "exec_time": self.result.exec_time,
             "problems": list(self.problems),
-            "term_out": self.result.term_out,
+            "term_out": recorded_output(self.result.term_out),
         }
 
 

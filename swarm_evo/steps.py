@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.debug_chain import Attempt, ChainOutcome
+from swarm_evo.debug_chain import Attempt, ChainOutcome, recorded_output
 from swarm_evo.evolution_log import build_evolution_log
 from swarm_evo.experience import record_for
 from swarm_evo.genes import parse_genes, split_program
@@ -557,7 +557,7 @@ def assemble_node(
         genes=parse_genes(final.code),
         exc_type=final.result.exc_type,
         exc_info=final.result.exc_info,
-        term_out=final.result.term_out,
+        term_out=recorded_output(final.result.term_out),
         exec_time=final.result.exec_time,
         metric_value=review.metric_value,
         lower_is_better=session.objective.is_lower_better,
