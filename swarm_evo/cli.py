@@ -115,6 +115,9 @@ def _grade(args) -> int:
 def _start_flow() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # the core's warnings (a model without tool calls, an agent evolution that failed) reach the
+    # flow run's logs in the UI, not only the terminal
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "swarm_evo")
 
 
 def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
