@@ -31,7 +31,7 @@ from swarm_evo.agents import TEXT_KINDS, Agent
 from swarm_evo.dispatcher import OPERATIONS
 from swarm_evo.experience import ExperiencePool, ExperienceRecord
 from swarm_evo.journal import atomic_write_text
-from swarm_evo.llm.client import complete_review
+from swarm_evo.llm.client import ReviewReply, complete_review
 from swarm_evo.node import LLMUsage, utc_now
 from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
@@ -40,8 +40,8 @@ EVOLUTIONS_DIR = "agent_evolutions"
 
 log = logging.getLogger(__name__)
 
-AskFn = Callable[[str, dict], "tuple[dict | None, LLMUsage, str | None]"]
-"""``ask(prompt, ctx) -> (arguments, usage, error)``: the forced ``submit_agent_texts`` call
+AskFn = Callable[[str, dict], ReviewReply]
+"""``ask(prompt, ctx) -> ReviewReply``: the forced ``submit_agent_texts`` call
 (:func:`swarm_evo.llm.client.complete_review` with :data:`AGENT_TEXTS_TOOL`); the Prefect
 layer passes one that retries transient errors (tasks/agents.py)."""
 
@@ -261,18 +261,23 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
         atomic_write_text(folder / f"evolution-{index}" / f"prompt-{agent_id}.md", prompt)
         ctx = offline_context(session, "evolve_agent", f"evolution{index}:{agent_id}")
         ctx.update(view, generation=agent.generation + 1)
+        model_failed = False
         try:
             if ask is None:
-                args, call_usage, error = complete_review(session.evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+                reply = complete_review(session.evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
             else:
-                args, call_usage, error = ask(prompt, ctx)
+                reply = ask(prompt, ctx)
+            args, call_usage, error = reply.arguments, reply.usage, reply.error
         except Exception as exc:  # a model error after its retries: this agent keeps its texts
             log.warning("agent evolution %s: the model failed for %s (%s: %s); its texts stay",
                         index, agent_id, type(exc).__name__, exc)
-            args, call_usage = None, getattr(exc, "usage", None) or LLMUsage()
+            args, call_usage, model_failed = None, getattr(exc, "usage", None) or LLMUsage(), True
             error = f"the model failed: {type(exc).__name__}: {exc}"[:2000]
         usage = usage.add(call_usage)
         texts, problem = _valid_texts(args) if error is None else (None, error)
+        if texts is None and not model_failed:  # a model failure was logged above
+            log.warning("agent evolution %s: no usable texts for %s (%s); its texts stay",
+                        index, agent_id, (problem or "")[:300])
         rewrite = Rewrite(agent_id=agent_id, elite_id=elite_id, stats=stats[agent_id], old_texts=agent.texts,
                           generation=agent.generation, error=problem,
                           rationale=(args or {}).get("rationale") if texts else None)

@@ -80,8 +80,8 @@ class ModelConfig(_Section):
     )
     tool_calls: Literal["auto", "on", "off"] = Field(
         "auto", description="Reviews as forced tool calls: on, off (a JSON object in the reply text) or "
-        "auto (tool calls where litellm says the model supports them, else JSON text; a server that "
-        "rejects tools switches the run to JSON text).",
+        "auto (JSON text where litellm says the model has no tool calls, else tool calls first; a server "
+        "that rejects tools switches the run to JSON text, with a warning).",
     )
     timeout: float = Field(600, gt=0, description="Seconds per LLM call (cut to the run's remaining time).")
     num_retries: int = Field(2, ge=0, description="litellm retries for transient errors (cut to the remaining time).")

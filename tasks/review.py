@@ -27,7 +27,7 @@ def review_without_model(run_dir: str, node_id: str, final: Attempt, error: str)
     remark: it does not make the node buggy). No LLM usage."""
     session = get_session(run_dir)
     errors, metric = session.objective.review_facts(final, session.node_dir(node_id))
-    outcome = decide_review(final.result, None, errors, metric=metric)
+    outcome = decide_review(final.result, None, errors, metric=metric, code=final.code)
     outcome.reasons.append(f"review call: the model failed ({error[:1500]})")
     return outcome, LLMUsage()
 

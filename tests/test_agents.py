@@ -146,6 +146,25 @@ def test_each_operation_queries_its_own_records(tmp_path):
     assert [r.node_id for r in reopened.records(agent_id="agent-1", operation="mutate")] == ["n2", "n4"]
 
 
+def test_examples_rank_by_the_quality_of_now(tmp_path):
+    """Issue 13: the quality stored at append time goes stale (the first valid node scored 1.00
+    forever); with the journal, examples rank and show each node's current percentile rank."""
+    j = Journal()
+    pool = ExperiencePool(tmp_path / "experience.jsonl")
+    for i, metric in enumerate((0.6, 0.9, 0.7)):
+        n = make_node(metric=metric, agent_id="agent-1", plan=f"plan {i}.")
+        q = node_quality(j, n)
+        j.append(n)
+        pool.add(record_for(n, q))
+    assert [r.quality for r in pool.records()] == [1.0, 1.0, pytest.approx(2 / 3)]  # frozen
+    now = pool.examples("draft", 5, journal=j)
+    assert [e["metric"] for e in now] == [0.9, 0.7, 0.6]
+    assert [e["quality"] for e in now] == [1.0, pytest.approx(2 / 3), pytest.approx(1 / 3)]
+    # a record whose node is not in the journal keeps its stored quality
+    pool.add(_record("draft", 0.5, node="elsewhere"))
+    assert [e["node_id"] for e in pool.examples("draft", 5, journal=j)][-2:] == ["elsewhere", j.nodes[0].id]
+
+
 def test_record_for_a_node_summarises_its_plan():
     node = make_node(metric=0.8, approach_tag="HistGradientBoosting + target encoding",
                      plan="Use a gradient-boosted model on engineered features. Then tune it.", agent_id="agent-2")

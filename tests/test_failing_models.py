@@ -245,7 +245,9 @@ def test_review_without_usable_model_falls_back_to_the_metric_line(wine, script,
     assert node.metric_value is not None and node.metric_value == parse_metric(node.term_out)
     reasons = node.metadata["review"]["reasons"]
     assert any(r.startswith("review call:") for r in reasons), reasons
-    assert node.approach_tag == "unknown"
+    from swarm_evo.review import derive_approach_tag
+
+    assert node.approach_tag == derive_approach_tag(node.code) != "unknown", "issue 13: the tag comes from the code"
 
 
 @pytest.mark.parametrize("kinds", [["empty", "no_code_block"], ["server_error:503"] * 20], ids=["no-code", "503"])

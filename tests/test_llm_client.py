@@ -16,11 +16,11 @@ from swarm_evo.llm.client import (
 from swarm_evo.review import REVIEW_TOOL
 
 
-def test_extract_code_takes_first_python_block_and_plan():
-    text = "Plan: use trees.\n```text\nnot code\n```\n```python\nprint(1)\n```\n```python\nprint(2)\n```"
+def test_extract_code_skips_other_languages_and_keeps_the_plan():
+    text = "Plan: use trees.\n```text\nnot code\n```\n```python\nprint(1)\n```\n```python\nprint(22)\n```"
     plan, code = extract_code(text)
-    assert code == "print(1)\n"
-    assert plan.startswith("Plan: use trees.")
+    assert code == "print(22)\n", "no markers: the longest block that compiles (issue 13)"
+    assert plan.startswith("Plan: use trees.") and "print(1)" in plan
     assert extract_code("no code here") is None
 
 
@@ -79,8 +79,9 @@ def test_review_tool_call_is_parsed(monkeypatch):
         )
 
     monkeypatch.setattr(client.litellm, "completion", mocked)
-    got, usage, error = client.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
-    assert got == args and error is None and usage.calls == 1
+    reply = client.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
+    assert reply.arguments == args and reply.error is None and reply.usage.calls == 1
+    assert reply.mode == "tool_call" and reply.source == "tool_call" and not reply.tools_rejected
 
 
 # --------------------------------------------------------------------------- failing models (issue 7)
@@ -118,10 +119,10 @@ def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, k
     endpoint = ModelEndpoint(name="offline", num_retries=2)
     calls = _scripted(monkeypatch, [kind, kind, None])
     started = time.perf_counter()
-    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL, {"purpose": "review", "seed": 0,
-                                                                            "call_key": "r", "term_out": ""})
-    assert len(calls) == 3 and error is None and isinstance(args, dict)
-    assert usage.calls == 1, "litellm's own re-calls are one call for the caller"
+    reply = client.complete_review(endpoint, "p", REVIEW_TOOL, {"purpose": "review", "seed": 0,
+                                                               "call_key": "r", "term_out": ""})
+    assert len(calls) == 3 and reply.error is None and isinstance(reply.arguments, dict)
+    assert reply.usage.calls == 1, "litellm's own re-calls are one call for the caller"
     assert time.perf_counter() - started < 2.0, "litellm's constant_retry does not wait"
 
     calls = _scripted(monkeypatch, [kind, kind, kind])
@@ -170,14 +171,15 @@ def test_bad_tool_call_is_asked_again_once(monkeypatch):
     endpoint = ModelEndpoint(name="openai/gpt-4o-mini", api_key="x")
     good = {"name": "submit_review", "arguments": json.dumps({"is_bug": False})}
     bad = {"name": "submit_review", "arguments": '{"is_bug": fal'}
-    _sequence(monkeypatch, [bad, good])
-    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL)
-    assert args == {"is_bug": False} and error is None and usage.calls == 2
+    prompts = _sequence(monkeypatch, [bad, good])
+    reply = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    assert reply.arguments == {"is_bug": False} and reply.error is None and reply.usage.calls == 2
+    assert "submit_review" in prompts[1] and "reply with ONLY a JSON object" in prompts[1]
 
     _sequence(monkeypatch, [bad, "plain text", "never asked"])
-    args, usage, error = client.complete_review(endpoint, "p", REVIEW_TOOL)
-    assert args is None and usage.calls == 2
-    assert "not JSON" in error and "no tool call" in error and "re-ask" in error
+    reply = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    assert reply.arguments is None and reply.usage.calls == 2
+    assert "not JSON" in reply.error and "no tool call" in reply.error and "re-ask" in reply.error
 
 
 def test_injected_failure_rate_goes_to_the_offline_ctx_only(monkeypatch):

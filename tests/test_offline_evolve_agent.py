@@ -109,8 +109,9 @@ def test_one_tool_call_with_all_keys():
 
 def test_complete_review_with_offline_endpoint():
     endpoint = endpoint_for(ModelConfig(name="offline", num_retries=0))
-    args, usage, error = complete_review(endpoint, "Rewrite agent-3.", TOOL, _ctx())
-    assert error is None
+    reply = complete_review(endpoint, "Rewrite agent-3.", TOOL, _ctx())
+    args, usage, error = reply.arguments, reply.usage, reply.error
+    assert error is None and reply.mode == "tool_call" and reply.source == "tool_call"
     assert set(args) == set(KEYS)
     assert usage.calls == 1 and usage.completion_tokens > 0
     assert args == _args(_ctx())

@@ -1,7 +1,9 @@
 """Every LLM call of a run, through litellm (SPEC §7).
 
-Code replies are plain completions whose first fenced python block is the program and whose
-text before it is the plan; reviews are a forced function call. Each call sets ``num_retries``
+Code replies are plain completions read by :mod:`swarm_evo.llm.replies` (the block holding the
+section markers, else the longest that compiles; reasoning ignored; cut-off replies re-asked
+shorter), the text before the program is the plan; reviews are a forced function call where the
+model supports it, else a JSON object in the reply text (issue 13). Each call sets ``num_retries``
 and ``timeout`` explicitly and returns its usage (tokens, cost, seconds) for the node.
 The structured context (docs/CONTRACTS.md) is sent only to the offline model: some providers
 have a ``metadata`` field of their own.
@@ -12,8 +14,8 @@ Failing models (issue 7; the policy is written out in tasks/_policy.py):
   (``num_retries``; checked with litellm 1.106.2: it re-calls at once, no wait, and also for a
   custom provider such as the offline model; any ``openai.APIError`` is re-called, even a 401),
   then propagate to the Prefect task, whose retries wait with a backoff;
-- a bad reply (no code block, an empty reply, no tool call, tool-call arguments that are not a
-  JSON object) is re-asked :data:`BAD_REPLY_REASKS` time(s) with a reminder; a code reply that
+- a bad reply (no code block, an empty or cut-off reply, no tool call and no JSON object in
+  the text, tool-call arguments that are not a JSON object) is re-asked :data:`BAD_REPLY_REASKS` time(s) with a reminder; a code reply that
   is still bad raises :class:`GenerationError`, a tool call that is still bad returns its error
   (the review then decides on the deterministic facts).
 """
@@ -21,10 +23,10 @@ Failing models (issue 7; the policy is written out in tasks/_policy.py):
 from __future__ import annotations
 
 import json
+import logging
 import os
-import re
 import time
-from typing import Any
+from typing import Any, Literal, Sequence
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map download at import
 
@@ -34,6 +36,8 @@ litellm.suppress_debug_info = True
 from pydantic import BaseModel, ConfigDict, Field, SecretStr  # noqa: E402
 
 from swarm_evo.node import LLMUsage  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 OFFLINE = "offline"
 
@@ -374,131 +378,277 @@ def _record(endpoint: ModelEndpoint, operation: str | None, *, ok: bool, seconds
     )
 
 
-_FENCE_LINE = re.compile(r"^\s*```+\s*([A-Za-z0-9_+-]*)\s*$")
+from swarm_evo.llm.replies import (  # noqa: E402
+    extract_code,  # noqa: F401  (re-exported: the first version's API)
+    json_instruction,
+    json_object_in_text,
+    read_code_reply,
+)
 
 
-def _fenced_blocks(text: str) -> list[tuple[str, int, str]]:
-    """``(language, start offset, body)`` of each fenced block, scanning line by line."""
-    blocks, offset, open_at, lang, body = [], 0, None, "", []
-    for line in text.splitlines(keepends=True):
-        m = _FENCE_LINE.match(line)
-        if open_at is None and m:
-            open_at, lang, body = offset, m.group(1).lower(), []
-        elif open_at is not None and m and not m.group(1):
-            blocks.append((lang, open_at, "".join(body)))
-            open_at = None
-        elif open_at is not None:
-            body.append(line)
-        offset += len(line)
-    return blocks
-
-
-def extract_code(text: str) -> tuple[str, str] | None:
-    """Split a reply into ``(plan, code)``: code is the first fenced python block (a bare
-    fence when there is no python one), plan the text before it. None when there is no block."""
-    blocks = [b for b in _fenced_blocks(text or "") if b[2].strip()]
-    python = [b for b in blocks if b[0] in ("python", "py", "python3")]
-    bare = [b for b in blocks if not b[0]]
-    chosen = (python or bare or [None])[0]
-    if chosen is None:
-        return None
-    _, start, body = chosen
-    return text[:start].strip(), body.rstrip("\n") + "\n"
+def _message_text(message) -> str:
+    """A reply message's text: ``content`` as a string (a list of content parts is joined).
+    ``reasoning_content`` is never read (issue 13: reasoning is not the answer)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return content or ""
 
 
 class CodeReply(BaseModel):
     """A parsed code reply: the plan (text before the code), the program, and the usage of the
-    call(s) it took (two when the first reply was re-asked)."""
+    call(s) it took (two when the first reply was re-asked). ``rule`` says why this block was
+    chosen (:class:`swarm_evo.llm.replies.ProgramChoice`); ``problems`` lists what was wrong
+    with the replies asked again (and with the last one when it was taken anyway)."""
 
     plan: str
     code: str
     usage: LLMUsage
+    rule: str = "markers"
+    problems: list[str] = Field(default_factory=list)
 
 
 _CODE_REMINDER = (
     "\n\nYour previous reply {problem}. Reply with a short plan, then the complete program in "
     "one fenced ```python code block."
 )
+_CUT_OFF_REMINDER = (
+    "\n\nYour previous reply was cut off ({why}, after {chars} characters). Reply again with a "
+    "much shorter plan (2-3 sentences) and the complete program in one fenced ```python code "
+    "block; keep the code compact: no long comments, no repeated code."
+)
 _TOOL_REMINDER = (
     "\n\nYour previous reply was not usable ({problem}). Call the function `{name}` with a JSON "
     "object as its arguments."
 )
+_JSON_REMINDER = "\n\nYour previous reply was not usable ({problem})."
 
 
-def _code_problem(text: str) -> str:
-    return "was empty" if not text.strip() else f"had no fenced code block ({len(text)} characters)"
+def complete_code(
+    endpoint: ModelEndpoint, prompt: str, ctx: dict | None = None, *, loci: Sequence[str] | None = None
+) -> CodeReply:
+    """Ask for a program: one user message ``prompt``; the program is chosen from the reply by
+    :func:`swarm_evo.llm.replies.choose_program` (the block with the most markers of ``loci``,
+    else the longest that compiles, else the longest; reasoning ignored), the plan is the text
+    before it.
 
-
-def complete_code(endpoint: ModelEndpoint, prompt: str, ctx: dict | None = None) -> CodeReply:
-    """Ask for a program: one user message ``prompt``; the reply's first fenced python block is
-    the code, the text before it the plan (:func:`extract_code`).
-
-    A reply without a code block (or an empty one) is asked again :data:`BAD_REPLY_REASKS`
-    time(s), the prompt followed by a reminder; ``ctx`` (offline model) is the same each time.
+    A reply without a program (or an empty one) is asked again :data:`BAD_REPLY_REASKS`
+    time(s), the prompt followed by a reminder; a cut-off reply (``finish_reason == "length"``
+    or an unclosed fence, :func:`swarm_evo.llm.replies.cut_off_reason`) whose program is not
+    complete is asked again with "shorter" guidance. The last reply is taken when it holds a
+    program, unless that block is followed by a cut-off one (the program it was writing is
+    lost). ``ctx`` (offline model) is the same each time.
 
     Raises:
-        GenerationError: still no code block after the re-ask; the message names what was
-            wrong with each reply, ``usage`` holds the calls' cost.
+        GenerationError: still no usable program after the re-ask; the message names what was
+            wrong with each reply (e.g. "was cut off (the output limit was reached; …)"),
+            ``usage`` holds the calls' cost.
+        DeadlineReached: from :func:`_call`.
         litellm exceptions: whatever litellm raises once its own ``num_retries`` are spent,
             e.g. the transient :data:`TRANSIENT_ERRORS` (the caller's Prefect task retries
             those) or ``litellm.BadRequestError``.
     """
     usage, problems, current = LLMUsage(), [], prompt
-    for _ in range(1 + BAD_REPLY_REASKS):
+    for attempt in range(1 + BAD_REPLY_REASKS):
         response, call_usage = _call(endpoint, [{"role": "user", "content": current}], ctx)
         usage = usage.add(call_usage)
-        text = response.choices[0].message.content or ""
-        parsed = extract_code(text)
-        if parsed is not None:
-            plan, code = parsed
-            return CodeReply(plan=plan, code=code, usage=usage)
-        problems.append(_code_problem(text))
-        current = prompt + _CODE_REMINDER.format(problem=problems[-1])
+        first = response.choices[0]
+        reading = read_code_reply(_message_text(first.message), getattr(first, "finish_reason", None), loci)
+        choice = reading.choice
+        last = attempt == BAD_REPLY_REASKS
+        if reading.usable or (last and choice is not None and not (choice.followed_by_cut and not choice.complete)):
+            taken = problems + ([reading.problem] if reading.problem else [])
+            return CodeReply(plan=choice.plan, code=choice.code, usage=usage, rule=choice.rule, problems=taken)
+        problems.append(reading.problem or "had no usable program")
+        if reading.cut_off is not None:
+            current = prompt + _CUT_OFF_REMINDER.format(why=reading.cut_off, chars=reading.chars)
+        else:
+            current = prompt + _CODE_REMINDER.format(problem=problems[-1])
     raise GenerationError(
         f"no usable program in {len(problems)} replies: " + "; ".join(f"the reply {p}" for p in problems),
         usage=usage,
     )
 
 
-def _tool_arguments(response) -> tuple[dict | None, str | None]:
-    calls = getattr(response.choices[0].message, "tool_calls", None) or []
-    if not calls:
-        content = response.choices[0].message.content or ""
-        return None, "the reply has no tool call" + ("" if content.strip() else " and no text")
+class ReviewReply(BaseModel):
+    """What :func:`complete_review` got.
+
+    Fields: ``arguments`` (the decoded object, None when no reply could be parsed),
+    ``usage`` (every call), ``error`` (None, or why no reply could be parsed — the caller logs
+    it as a warning), ``mode`` (``tool_call``: the last call sent ``tools``; ``json_text``: it
+    asked for a JSON object in the text), ``source`` (where the arguments came from:
+    ``tool_call``, ``text``, or None), ``tools_rejected`` (the provider refused the ``tools``
+    parameter in this call: send no tools to this endpoint again; :func:`supports_tool_calls`
+    remembers it for the process), ``problems`` (what was wrong with replies asked again).
+    """
+
+    arguments: dict | None = None
+    usage: LLMUsage = Field(default_factory=LLMUsage)
+    error: str | None = None
+    mode: Literal["tool_call", "json_text"] = "tool_call"
+    source: Literal["tool_call", "text"] | None = None
+    tools_rejected: bool = False
+    problems: list[str] = Field(default_factory=list)
+
+
+_TOOLS_REJECTED: set[tuple[str, str | None]] = set()
+"""Endpoints ``(model, api_base)`` whose provider rejected ``tools`` in this process."""
+
+_JSON_TEXT_WARNED: set[tuple[str, str | None]] = set()
+"""Endpoints whose fallback to JSON-text reviews was already logged in this process."""
+
+
+def _warn_json_text_reviews(endpoint: ModelEndpoint, why: str) -> None:
+    """Log, once per endpoint and process, that reviews of ``endpoint`` are read from JSON in
+    the reply text instead of forced tool calls, and why (issue 13: it was silent)."""
+    key = (endpoint.name, endpoint.api_base)
+    if key in _JSON_TEXT_WARNED:
+        return
+    _JSON_TEXT_WARNED.add(key)
+    log.warning(
+        "%s model %s%s %s: reviews fall back to a JSON object in the reply text "
+        "(set model.tool_calls to 'off' to skip the tool-call attempt, 'on' to insist on it)",
+        endpoint.role, endpoint.name, f" at {endpoint.api_base}" if endpoint.api_base else "", why,
+    )
+
+
+def supports_tool_calls(endpoint: ModelEndpoint) -> bool | None:
+    """Whether reviews to ``endpoint`` should be forced tool calls (issue 13, item 3).
+
+    ``endpoint.tool_calls`` (``model.tool_calls``): ``on`` → True, ``off`` → False; ``auto``:
+    True for the offline model, False once the provider rejected ``tools`` in this process
+    (:func:`complete_review`), else what litellm's model map says
+    (``litellm.get_model_info(model)["supports_function_calling"]``, checked with 1.106.2:
+    True for ``openai/gpt-4o-mini``, False for ``deepseek/deepseek-reasoner``) and None when
+    litellm does not know the model (``ollama_chat/…``, ``hosted_vllm/…``, an ``openai/``
+    name served locally): the caller then tries tools and falls back on rejection.
+    """
+    setting = getattr(endpoint, "tool_calls", "auto")
+    if setting == "on":
+        return True
+    if setting == "off":
+        return False
+    if endpoint.is_offline:
+        return True
+    if (endpoint.name, endpoint.api_base) in _TOOLS_REJECTED:
+        return False
     try:
-        args = json.loads(calls[0].function.arguments or "")
-    except json.JSONDecodeError as exc:
-        return None, f"tool-call arguments are not JSON ({exc})"
-    if not isinstance(args, dict):
-        return None, "tool-call arguments are not an object"
-    return args, None
+        info = litellm.get_model_info(model=endpoint.name)
+    except Exception:  # litellm raises for a model it has not mapped
+        return None
+    value = info.get("supports_function_calling") if isinstance(info, dict) else None
+    return None if value is None else bool(value)
+
+
+def _rejects_tools(exc: BaseException) -> bool:
+    """True when a 400 (or litellm's own UnsupportedParamsError) is about tools: the message
+    names tools, tool_choice or functions (vLLM without a tool parser, Ollama's "does not
+    support tools", llama.cpp without --jinja)."""
+    if not isinstance(exc, litellm.BadRequestError):  # UnsupportedParamsError is one
+        return False
+    text = str(exc).lower()
+    return "tool" in text or "function" in text
+
+
+def _review_arguments(response, keys: Sequence[str]) -> tuple[dict | None, str | None, str | None]:
+    """``(arguments, source, error)`` of a review reply: the first tool call's arguments
+    (JSON, fenced or with text around it: :func:`swarm_evo.review.parse_tool_arguments`), else
+    a JSON object in the reply text (:func:`swarm_evo.llm.replies.json_object_in_text`, the
+    object holding most of ``keys``)."""
+    from swarm_evo.review import parse_tool_arguments
+
+    message = response.choices[0].message
+    calls = getattr(message, "tool_calls", None) or []
+    text = _message_text(message)
+    problem = None
+    if calls:
+        raw = calls[0].function.arguments
+        args = parse_tool_arguments(raw)
+        if args is not None:
+            return args, "tool_call", None
+        try:
+            json.loads(raw or "")
+            problem = "tool-call arguments are not an object"
+        except json.JSONDecodeError as exc:
+            problem = f"tool-call arguments are not JSON ({exc})"
+    from_text = json_object_in_text(text, keys)
+    if from_text is not None:
+        return from_text, "text", None
+    if problem is not None:
+        return None, None, problem
+    if not text.strip():
+        return None, None, "the reply has no tool call and no text"
+    return None, None, f"the reply has no tool call and no JSON object in its text ({len(text)} characters)"
 
 
 def complete_review(
-    endpoint: ModelEndpoint, prompt: str, tool: dict, ctx: dict | None = None
-) -> tuple[dict | None, LLMUsage, str | None]:
-    """Forced function call of ``tool`` (OpenAI tool schema). Returns ``(arguments, usage, error)``:
-    the decoded arguments and None, or None and an error text when the reply has no parsable
-    tool call (no tool call, arguments not JSON, not an object) even after
-    :data:`BAD_REPLY_REASKS` re-ask(s); usage covers every call.
+    endpoint: ModelEndpoint,
+    prompt: str,
+    tool: dict,
+    ctx: dict | None = None,
+    *,
+    use_tools: bool | None = None,
+) -> ReviewReply:
+    """Ask for the arguments of ``tool`` (OpenAI tool schema), as a forced tool call or as a
+    JSON object in the reply text (issue 13, item 3).
+
+    ``use_tools``: True sends ``tools`` with a forced ``tool_choice``; False appends
+    :func:`swarm_evo.llm.replies.json_instruction` (keys, types, descriptions) to the prompt
+    and sends no tools; None (default) decides by :func:`supports_tool_calls` (tools unless it
+    says False). In both modes a tool call is taken when there is one, and otherwise a JSON
+    object in the text (fenced or bare, after reasoning; :func:`_review_arguments`). When the
+    provider rejects ``tools`` (``litellm.BadRequestError`` / ``UnsupportedParamsError``
+    naming tools or functions) the same call is made again in JSON-text mode (not counted as a
+    re-ask) and ``tools_rejected`` is set. A reply that cannot be parsed is asked again
+    :data:`BAD_REPLY_REASKS` time(s) with a reminder.
+
+    Returns:
+        :class:`ReviewReply`; ``error`` is set (and ``arguments`` None) when no reply could be
+        parsed: the review then decides on the deterministic facts.
 
     Raises:
-        litellm exceptions: as :func:`complete_code` (transient ones for the caller's retries).
+        DeadlineReached: from :func:`_call`.
+        litellm exceptions: as :func:`complete_code` (transient ones for the caller's retries),
+            a BadRequestError that is not about tools included.
     """
-    name = tool["function"]["name"]
-    usage, errors, current = LLMUsage(), [], prompt
-    for _ in range(1 + BAD_REPLY_REASKS):
-        response, call_usage = _call(
-            endpoint,
-            [{"role": "user", "content": current}],
-            ctx,
-            tools=[tool],
-            tool_choice={"type": "function", "function": {"name": name}},
-        )
+    function = tool["function"]
+    name = function["name"]
+    keys = list((function.get("parameters") or {}).get("properties") or ())
+    if use_tools is None:
+        use_tools = supports_tool_calls(endpoint) is not False
+    mode = "tool_call" if use_tools else "json_text"
+    if mode == "json_text" and getattr(endpoint, "tool_calls", "auto") == "auto":
+        _warn_json_text_reviews(endpoint, "does not support tool calls (litellm's model map)")
+    instruction = json_instruction(tool)
+    usage, errors, rejected = LLMUsage(), [], False
+    current = prompt if mode == "tool_call" else prompt + instruction
+    attempt = 0
+    while attempt < 1 + BAD_REPLY_REASKS:
+        extra: dict[str, Any] = {}
+        if mode == "tool_call":
+            extra = dict(tools=[tool], tool_choice={"type": "function", "function": {"name": name}})
+        try:
+            response, call_usage = _call(endpoint, [{"role": "user", "content": current}], ctx, **extra)
+        except litellm.BadRequestError as exc:
+            if mode != "tool_call" or not _rejects_tools(exc):
+                raise
+            _TOOLS_REJECTED.add((endpoint.name, endpoint.api_base))
+            _warn_json_text_reviews(endpoint, f"rejected tool calls ({str(exc).splitlines()[0][:200]})")
+            mode, rejected, current = "json_text", True, prompt + instruction
+            continue
         usage = usage.add(call_usage)
-        args, error = _tool_arguments(response)
+        args, source, error = _review_arguments(response, keys)
+        if error is None and mode == "tool_call" and source == "text":
+            _warn_json_text_reviews(endpoint, "answered a forced tool call with text")
         if error is None:
-            return args, usage, None
+            return ReviewReply(arguments=args, usage=usage, mode=mode, source=source,
+                               tools_rejected=rejected, problems=errors)
         errors.append(error)
-        current = prompt + _TOOL_REMINDER.format(problem=error, name=name)
-    return None, usage, "; ".join(errors) + f" (after {BAD_REPLY_REASKS} re-ask)"
+        attempt += 1
+        if mode == "tool_call":
+            current = prompt + _TOOL_REMINDER.format(problem=error, name=name) + instruction.replace(
+                "\n\nReply with ONLY", "\n\nIf you cannot call functions, reply with ONLY", 1)
+        else:
+            current = prompt + _JSON_REMINDER.format(problem=error) + instruction
+    return ReviewReply(usage=usage, error="; ".join(errors) + f" (after {BAD_REPLY_REASKS} re-ask)",
+                       mode=mode, tools_rejected=rejected, problems=errors)
