@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
-from swarm_evo.sandbox.base import bound_text
+from swarm_evo.sandbox.base import bound_utf8
 
 RECORDED_OUTPUT_BYTES = 16_000
 """Bytes of an execution's output (head + tail) kept in the journal — the node's ``term_out``
@@ -29,7 +29,7 @@ whole output (up to ``sandbox.max_output_bytes``) stays in ``nodes/<id>/stdout.t
 
 def recorded_output(term_out: str) -> str:
     """``term_out`` bounded to :data:`RECORDED_OUTPUT_BYTES` (head, a marker line, tail)."""
-    return bound_text(term_out or "", RECORDED_OUTPUT_BYTES)[0]
+    return bound_utf8(term_out or "", RECORDED_OUTPUT_BYTES)[0]
 
 
 class Attempt(BaseModel):

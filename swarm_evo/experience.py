@@ -15,14 +15,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.journal import atomic_write_text
+from swarm_evo.journal import Journal, atomic_write_text
 from swarm_evo.node import Node, utc_now
+from swarm_evo.quality import node_quality
 
 EXPERIENCE_FILE = "experience.jsonl"
 
 
 class ExperienceRecord(BaseModel):
-    """One step's outcome. ``quality`` is :func:`swarm_evo.quality.node_quality` at append time."""
+    """One step's outcome. ``quality`` is :func:`swarm_evo.quality.node_quality` at append time
+    (prompts rank by the current one: :meth:`ExperiencePool.top_k` with the journal)."""
 
     agent_id: str
     operation: str
@@ -110,15 +112,36 @@ class ExperiencePool:
                 if (operation is None or r.operation == operation) and (agent_id is None or r.agent_id == agent_id)
             ]
 
-    def top_k(self, operation: str, k: int) -> list[ExperienceRecord]:
-        """The ``k`` best successful records of ``operation``: quality descending, newer first on ties."""
-        ranked = [r for r in self.records(operation=operation) if r.succeeded]
+    def top_k(self, operation: str, k: int, journal: Journal | None = None) -> list[ExperienceRecord]:
+        """The ``k`` best successful records of ``operation``: quality descending, newer first on ties.
+
+        With ``journal``, each record's quality is recomputed now (:func:`current_quality`), so
+        ranks follow the current valid pool rather than the pool when the record was appended
+        (issue 13: the first valid node otherwise shows 1.00 forever); the returned records
+        carry that current quality. Without it, the stored quality ranks.
+        """
+        records = self.records(operation=operation)
+        if journal is not None:
+            records = [r.model_copy(update={"quality": current_quality(journal, r)}) for r in records]
+        ranked = [r for r in records if r.succeeded]
         ranked = sorted(enumerate(ranked), key=lambda item: (-item[1].quality, -item[0]))
         return [r for _, r in ranked[: max(0, k)]]
 
-    def examples(self, operation: str, k: int) -> list[dict]:
-        """:meth:`top_k` as plain dicts for prompt templates (``skills/experience.j2``)."""
-        return [r.model_dump() for r in self.top_k(operation, k)]
+    def examples(self, operation: str, k: int, journal: Journal | None = None) -> list[dict]:
+        """:meth:`top_k` as plain dicts for prompt templates (``skills/experience.j2``); pass the
+        run's ``journal`` so the ranking and the quality shown are the current ones."""
+        return [r.model_dump() for r in self.top_k(operation, k, journal)]
+
+
+def current_quality(journal: Journal, record: ExperienceRecord) -> float:
+    """The record's node quality now: :func:`swarm_evo.quality.node_quality` of its journal
+    node among the journal's current valid nodes (SPEC §9: percentile rank of its fitness; 0
+    when buggy). A record whose node is not in the journal keeps its stored quality."""
+    try:
+        node = journal.get(record.node_id)
+    except KeyError:
+        return record.quality
+    return node_quality(journal, node)
 
 
 def record_for(node: Node, quality: float) -> ExperienceRecord:

@@ -5,7 +5,12 @@ turned empty genes and framework conflicts into warnings injected into the merge
 merge still runs and the LLM resolves them. This module does the same for the 7 loci:
 
 * an empty or stub gene (:func:`swarm_evo.genes.is_stub`: fewer than ``stub_threshold``
-  code characters once comments and whitespace are removed);
+  code characters once comments and whitespace are removed) *where it matters*: at a locus
+  that must hold real code (``required``: DATA and MODEL for competitions), or when the gene
+  comes from another node while the scaffold (the primary parent) has code there — the merge
+  would drop working code. A "Not applicable" stub taken from the scaffold itself, or a stub
+  where the scaffold has a stub too, is the documented convention and gives no warning
+  (issue 13: merge prompts warned "empty: write it" about the scaffold's own stubs);
 * more than one deep-learning framework (torch / tensorflow / jax) across the genes;
 * a LOSS, OPTIMIZER or INITIALIZATION gene written for a deep-learning framework while the
   MODEL gene uses only non-deep-learning libraries (sklearn, lightgbm, xgboost, catboost);
@@ -28,7 +33,7 @@ import re
 import textwrap
 from typing import Iterable
 
-from swarm_evo.genes import DEFAULT_STUB_THRESHOLD, LOCI, is_stub
+from swarm_evo.genes import DEFAULT_STUB_THRESHOLD, LOCI, REQUIRED_NON_STUB, is_stub
 
 FRAMEWORKS: dict[str, str] = {
     "sklearn": "sklearn",
@@ -211,6 +216,10 @@ def check_merge_compatibility(
     sources: dict[str, str] | None = None,
     stub_threshold: int = DEFAULT_STUB_THRESHOLD,
     preambles: dict[str, str] | None = None,
+    *,
+    primary_id: str | None = None,
+    scaffold: dict[str, str] | None = None,
+    required: Iterable[str] = REQUIRED_NON_STUB,
 ) -> list[str]:
     """Warnings for a merge's gene plan; ``[]`` when the genes fit together.
 
@@ -220,9 +229,15 @@ def check_merge_compatibility(
         stub_threshold: see :func:`swarm_evo.genes.is_stub`.
         preambles: ``{locus: preamble of the gene's source node}``, so genes that use names
             imported only in their program's preamble are attributed (:func:`gene_frameworks`).
+        primary_id: the primary parent's node id (the scaffold); a stub gene from it is fine.
+        scaffold: ``{locus: gene code}`` of the primary parent; a stub gene from another node
+            warns only where the scaffold's gene is not a stub. None: the scaffold is unknown,
+            and a stub gene at a locus outside ``required`` gives no warning.
+        required: loci that must hold real code (:data:`swarm_evo.genes.REQUIRED_NON_STUB`;
+            a problem's ``required_loci``); a stub there always warns.
 
     Returns:
-        One plain-English string per problem, in this order: empty/stub genes (loci order,
+        One plain-English string per problem, in this order: stub genes that matter (loci order,
         :data:`swarm_evo.genes.LOCI` first), the deep-learning framework conflict, deep-learning
         LOSS/OPTIMIZER/INITIALIZATION genes next to a non-deep-learning MODEL (loci order),
         gradient-boosting library mismatches (loci order). Deterministic for its inputs.
@@ -232,10 +247,24 @@ def check_merge_compatibility(
     loci = _ordered_loci(genes)
     warnings: list[str] = []
 
+    required = set(required)
+    scaffold = dict(scaffold) if scaffold is not None else None
     for locus in loci:
-        if is_stub(genes[locus], stub_threshold):
+        if not is_stub(genes[locus], stub_threshold):
+            continue
+        from_scaffold = primary_id is not None and sources.get(locus) == primary_id
+        scaffold_has_code = (
+            scaffold is not None and not from_scaffold and not is_stub(scaffold.get(locus), stub_threshold)
+        )
+        if locus in required:
             warnings.append(
-                f"gene {_origin(locus, sources)} is empty: write it or keep the primary parent's"
+                f"gene {_origin(locus, sources)} is empty but {locus} must hold real code: write it"
+                + (" or keep the primary parent's" if scaffold_has_code or scaffold is None else "")
+            )
+        elif scaffold_has_code:
+            warnings.append(
+                f"gene {_origin(locus, sources)} is only a stub while the primary parent's {locus} has "
+                f"code: keep the primary parent's {locus} unless dropping it is intended"
             )
 
     frameworks = {l: gene_frameworks(genes[l] or "", preambles.get(l, "")) for l in loci}

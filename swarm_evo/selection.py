@@ -268,18 +268,34 @@ def choose_phase2_operation(
     return "merge" if draw < merge_probability else "mutate"
 
 
-def draft_history(journal: Journal) -> list[dict[str, Any]]:
-    """``[{step, approach_tag, metric}]`` of every non-dead node with an approach tag.
+def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:
+    """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt.
 
-    Seed 000 ``build_draft_history``; ``metric`` is None for a buggy node (the draft prompt
-    shows it as "failed").
+    Seed 000 ``build_draft_history``; ``metric`` is None for a buggy or dead node (the draft
+    prompt shows it as "failed"). ``approach`` is what the prompt shows: the approach tag, or,
+    when the tag is missing or ``"unknown"`` (a review that could not be parsed), the plan's
+    first sentence (:func:`swarm_evo.evolution_log.node_summary`, ≤ 160 characters).
+
+    By default (the offline model's context) only non-dead nodes with an approach tag are
+    listed. With ``include_failed`` (the prompt; issue 13: "failed" must appear) dead nodes
+    are listed too, and nodes without a tag are listed by their plan; nodes with neither a
+    tag nor a plan (a generation that failed before any program) are left out.
     """
-    return [
-        {
+    from swarm_evo.evolution_log import node_summary
+
+    out: list[dict[str, Any]] = []
+    for n in journal.nodes:
+        tag = (n.approach_tag or "").strip()
+        if not include_failed:
+            if not tag or n.dead:
+                continue
+        approach = node_summary(n).rstrip(". ")
+        if include_failed and not approach:
+            continue
+        out.append({
             "step": n.step,
             "approach_tag": n.approach_tag,
-            "metric": None if n.is_buggy else n.metric_value,
-        }
-        for n in journal.nodes
-        if n.approach_tag and not n.dead
-    ]
+            "metric": None if (n.is_buggy or n.dead) else n.metric_value,
+            "approach": approach or tag,
+        })
+    return out

@@ -10,6 +10,7 @@ call them directly.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from typing import Any, Literal
 
@@ -38,6 +39,9 @@ from swarm_evo.selection import (
     tournament_select,
 )
 from swarm_evo.session import RunSession
+from swarm_evo.text_bounds import prompt_limits
+
+log = logging.getLogger(__name__)
 
 RUN_REPORT_FILE = "run_report.json"
 
@@ -75,8 +79,11 @@ def exec_timeout(session: RunSession) -> float:
 
 def prompt_context(session: RunSession) -> dict[str, Any]:
     """Variables every template may use: objective (the competition or problem), loci,
-    guidelines (time, steps, device)."""
+    guidelines (time, steps, device), and ``limits``: the run's prompt budget
+    (:func:`swarm_evo.text_bounds.prompt_limits`, from the model's context window), with which
+    the templates bound every text they show (issue 13)."""
     return {
+        "limits": prompt_limits(session.config.model),
         "objective": session.objective.prompt_view(),
         "loci": list(session.loci),
         "time_remaining": format_seconds(session.budget.time_left()),
@@ -103,7 +110,9 @@ def operation_context(session: RunSession, slot: int, operation: str) -> tuple[s
     return agent_id, {
         "agent": {"id": agent_id, "role": agent.texts["role"], "strategy": agent.strategy(operation)},
         "operation": operation,
-        "experience": session.experience.examples(operation, session.config.agents.experience_top_k),
+        "experience": session.experience.examples(
+            operation, session.config.agents.experience_top_k, journal=session.journal
+        ),
         "evolution_log": build_evolution_log(session.journal, catalogue=session.objective.directions()),
     }
 
@@ -131,7 +140,7 @@ def prepare_draft(session: RunSession, slot: int) -> OperationRequest:
         "draft.j2",
         **prompt_context(session),
         **agent_vars,
-        draft_history=history,
+        draft_history=draft_history(session.journal, include_failed=True),
         data_preview=session.data_preview,
     )
     ctx = offline_context(session, "draft", f"slot{slot}:draft")
@@ -269,6 +278,9 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
         sources=sources,
         stub_threshold=session.config.search.stub_threshold,
         preambles={locus: split_program(session.journal.get(src).code)[0] for locus, src in sources.items()},
+        primary_id=parent.id,
+        scaffold=parse_genes(parent.code),
+        required=session.objective.required_loci,
     )
     agent_id, agent_vars = operation_context(session, slot, "merge")
     prompt = render(
@@ -333,7 +345,7 @@ def generate_program(session: RunSession, node_id: str, request: OperationReques
         litellm exceptions: see ``TRANSIENT_ERRORS`` (the caller retries those).
     """
     save_prompt(session, node_id, request.operation, request.prompt)
-    reply = complete_code(session.endpoint, request.prompt, request.ctx)
+    reply = complete_code(session.endpoint, request.prompt, request.ctx, loci=session.loci)
     return prevalidate(session, node_id, request.slot, "fix", Generated(plan=reply.plan, code=reply.code, usage=reply.usage))
 
 
@@ -356,13 +368,15 @@ def prevalidate(session: RunSession, node_id: str, slot: int, name: str, generat
     record: dict[str, Any] = {"errors": errors, "fixed": False}
     if not errors:
         return generated.model_copy(update={"prevalidation": record})
-        fix_prompt = render("fix.j2", **prompt_context(session), code=code, errors=errors)
+    fix_prompt = render(
+        "fix.j2", **prompt_context(session), code=code, errors=errors, data_preview=session.data_preview
+    )
     save_prompt(session, node_id, name, fix_prompt)
     ctx = offline_context(session, "fix", f"slot{slot}:{name}")
     ctx.update(code=code, errors=errors)
     usage = generated.usage
     try:
-        fixed = complete_code(session.endpoint, fix_prompt, ctx)
+        fixed = complete_code(session.endpoint, fix_prompt, ctx, loci=session.loci)
     except GenerationError as exc:
         usage = usage.add(exc.usage or LLMUsage())
         record.update(errors_after=None, fix_error=str(exc)[:500])
@@ -400,7 +414,7 @@ def debug_program(
         code, term_out, exc_type, problems,
     )
     save_prompt(session, node_id, f"debug{attempt}", prompt)
-    reply = complete_code(session.endpoint, prompt, ctx)
+    reply = complete_code(session.endpoint, prompt, ctx, loci=session.loci)
     generated = Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
     if same_program(generated.code, code):  # nothing to pre-validate: the caller counts it as failed
         return generated
@@ -439,6 +453,7 @@ def _debug_call(
         exc_type=exc_type,
         problems=problems,
         memory_limit=memory_limit_text(session),
+        data_preview=session.data_preview,
     )
     ctx = offline_context(session, "debug", call_key)
     ctx.update(code=code, term_out=term_out, exc_type=exc_type, attempt=attempt, exec_timeout=exec_timeout(session))
@@ -471,9 +486,9 @@ def review_program(session: RunSession, node_id: str, slot: int, final: Attempt)
     errors, metric = session.objective.review_facts(final, workdir)
     prompt = render(
         "review.j2",
-        **prompt_context(session),
+        **{**prompt_context(session), "limits": prompt_limits(session.config.model, session.review_endpoint.name)},
         code=final.code,
-        term_out=final.result.term_out[-6000:],
+        term_out=final.result.term_out,  # bounded by review.j2 (limits.term_out)
         exc_type=final.result.exc_type,
         submission_errors=errors,
         evaluation=final.evaluation,
@@ -489,11 +504,13 @@ def review_program(session: RunSession, node_id: str, slot: int, final: Attempt)
     )
     if final.evaluation is not None:
         ctx["evaluation"] = final.evaluation
-    args, usage, error = complete_review(session.review_endpoint, prompt, REVIEW_TOOL, ctx)
-    outcome = decide_review(final.result, args, errors, metric=metric)
-    if error:
-        outcome.reasons.append(f"review call: {error}")
-    return outcome, usage
+    reply = complete_review(session.review_endpoint, prompt, REVIEW_TOOL, ctx)
+    outcome = decide_review(final.result, reply.arguments, errors, metric=metric, code=final.code)
+    if reply.error:
+        log.warning("the review of node %s could not be read (%s): it is decided on the checks alone, "
+                    "approach tag %r from the code", node_id[:8], reply.error[:300], outcome.approach_tag)
+        outcome.reasons.append(f"review call: {reply.error}")
+    return outcome, reply.usage
 
 
 def flagged_by_reviewer(outcome: ReviewOutcome, final: Attempt) -> bool:

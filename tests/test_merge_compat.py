@@ -108,21 +108,34 @@ def test_compatible_plan_has_no_warnings():
     assert check_merge_compatibility(TORCH_GENES, {l: C for l in TORCH_GENES}) == []
 
 
-def test_stub_and_empty_genes_warn_in_loci_order():
+def test_stub_genes_warn_only_where_they_matter():
     _, genes = tabular_genes()
-    genes["TRAINING_TRICKS"] = ""
-    genes["LOSS"] = STUB
+    scaffold = dict(genes)
+    genes["TRAINING_TRICKS"] = ""  # from the scaffold A, which has code there: its own choice
+    genes["LOSS"] = STUB  # from B while the scaffold A has code there: the merge would drop it
     sources = {l: A for l in genes} | {"LOSS": B}
-    assert check_merge_compatibility(genes, sources) == [
-        f"gene LOSS (from node {B[:8]}) is empty: write it or keep the primary parent's",
-        f"gene TRAINING_TRICKS (from node {A[:8]}) is empty: write it or keep the primary parent's",
+    assert check_merge_compatibility(genes, sources, primary_id=A, scaffold=scaffold) == [
+        f"gene LOSS (from node {B[:8]}) is only a stub while the primary parent's LOSS has code: "
+        "keep the primary parent's LOSS unless dropping it is intended",
     ]
-    # without sources the message names the locus only; the threshold is the caller's
-    assert check_merge_compatibility({"LOSS": STUB}) == [
-        "gene LOSS is empty: write it or keep the primary parent's"
+    # the scaffold's own "Not applicable" stubs, or a stub where the scaffold has one too: no warning
+    scaffold["LOSS"] = STUB
+    assert check_merge_compatibility(genes, sources, primary_id=A, scaffold=scaffold) == []
+    genes["LOSS"], sources["LOSS"] = STUB, A
+    assert check_merge_compatibility(genes, sources, primary_id=A, scaffold=scaffold) == []
+    # without the scaffold, a stub outside the required loci is the documented convention
+    assert check_merge_compatibility({"LOSS": STUB}) == []
+    # a required locus (DATA, MODEL; a problem's required_loci) must hold real code
+    assert check_merge_compatibility({"MODEL": STUB}) == [
+        "gene MODEL is empty but MODEL must hold real code: write it or keep the primary parent's"
     ]
-    assert check_merge_compatibility({"LOSS": "x = 1\n"}, stub_threshold=3) == []
-    assert check_merge_compatibility({"LOSS": "x = 1\n"}) != []
+    assert check_merge_compatibility({"MODEL": STUB}, {"MODEL": A}, primary_id=A, scaffold={"MODEL": STUB}) == [
+        f"gene MODEL (from node {A[:8]}) is empty but MODEL must hold real code: write it"
+    ]
+    assert check_merge_compatibility({"LOSS": STUB}, required=("LOSS",)) != []
+    # the threshold is the caller's
+    assert check_merge_compatibility({"MODEL": "x = 1\n"}, stub_threshold=3) == []
+    assert check_merge_compatibility({"MODEL": "x = 1\n"}) != []
 
 
 def test_two_deep_learning_frameworks_conflict():
@@ -181,9 +194,9 @@ def test_warning_kinds_come_in_a_fixed_order():
     genes["INITIALIZATION"] = "import jax\nkey = jax.random.PRNGKey(0)\n"
     genes["REGULARIZATION"] = "model.set_params(l2_leaf_reg=3.0, random_strength=1.0)\n"
     genes["TRAINING_TRICKS"] = STUB
-    warnings = check_merge_compatibility(genes, preambles={l: preamble for l in genes})
+    warnings = check_merge_compatibility(genes, preambles={l: preamble for l in genes}, required=("TRAINING_TRICKS",))
     assert [w.split(":")[0] for w in warnings] == [
-        "gene TRAINING_TRICKS is empty", "framework conflict", "framework conflict",
+        "gene TRAINING_TRICKS is empty but TRAINING_TRICKS must hold real code", "framework conflict", "framework conflict",
         "framework conflict", "library mismatch",
     ]
     assert "torch in OPTIMIZER; jax in INITIALIZATION" in warnings[1]
@@ -193,4 +206,5 @@ def test_warning_kinds_come_in_a_fixed_order():
     assert "written for catboost" in warnings[4]
     # deterministic: the dict's insertion order does not matter
     shuffled = {l: genes[l] for l in reversed(list(genes))}
-    assert check_merge_compatibility(shuffled, preambles={l: preamble for l in genes}) == warnings
+    assert check_merge_compatibility(shuffled, preambles={l: preamble for l in genes},
+                                     required=("TRAINING_TRICKS",)) == warnings

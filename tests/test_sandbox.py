@@ -12,7 +12,7 @@ import pytest
 
 from swarm_evo.sandbox import ExecutionResult, LocalSandbox, Sandbox, scrub_env
 from swarm_evo.sandbox.base import (
-    bound_text,
+    bound_utf8,
     classify_failure,
     last_exception_line,
     read_bounded,
@@ -214,7 +214,7 @@ def test_read_bounded_and_bound_text(tmp_path):
     text, cut = read_bounded(p, 2000)
     assert cut and text.startswith("HEAD") and text.endswith("TAIL") and "truncated" in text
     assert read_bounded(tmp_path / "missing.txt") == ("", False)
-    s, cut = bound_text("abc", 2000)
+    s, cut = bound_utf8("abc", 2000)
     assert s == "abc" and not cut
 
 

@@ -296,7 +296,14 @@ def test_draft_history():
     j.append(node("d", 0.7))  # no tag
     j.append(node("e", 0.75, is_buggy=True, approach_tag="kNN"))  # buggy with a number: failed
     assert draft_history(j) == [
-        {"step": 1, "approach_tag": "LightGBM + 5-fold CV", "metric": 0.81},
-        {"step": 2, "approach_tag": "CatBoost", "metric": None},
-        {"step": 5, "approach_tag": "kNN", "metric": None},
+        {"step": 1, "approach_tag": "LightGBM + 5-fold CV", "metric": 0.81, "approach": "LightGBM + 5-fold CV"},
+        {"step": 2, "approach_tag": "CatBoost", "metric": None, "approach": "CatBoost"},
+        {"step": 5, "approach_tag": "kNN", "metric": None, "approach": "kNN"},
+    ]
+    # the prompt's history (issue 13): dead nodes too, and untagged ("unknown") nodes by their plan
+    j.append(node("f", None, is_buggy=True, approach_tag="unknown", plan="Blend two linear models. Then tune."))
+    j.append(node("g", None, is_buggy=True, dead=True))  # no tag, no plan: nothing to show
+    assert [(h["step"], h["approach"], h["metric"]) for h in draft_history(j, include_failed=True)] == [
+        (1, "LightGBM + 5-fold CV", 0.81), (2, "CatBoost", None), (3, "MLP", None),
+        (5, "kNN", None), (6, "Blend two linear models", None),
     ]

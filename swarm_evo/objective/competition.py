@@ -18,6 +18,7 @@ from swarm_evo.competition import (
     grade_submission,
     validate_submission,
 )
+from swarm_evo.competition.description import prompt_description
 from swarm_evo.data_preview import preview_data
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
@@ -53,13 +54,18 @@ class CompetitionObjective:
         return self.competition.public_dir
 
     def prompt_view(self) -> dict[str, Any]:
-        """id, name, description, metric (the grader), direction and competition type."""
+        """id, name, description, metric (the grader), direction and competition type.
+
+        The description is the competition's without Kaggle boilerplate (FAQ, teams, support,
+        prizes, timeline, citation: :func:`swarm_evo.competition.description.prompt_description`),
+        its headings demoted two levels to nest under the prompt's ``# Task``; templates bound its
+        length to the model's context (``limits.description``)."""
         c = self.competition
         return {
             "kind": self.kind,
             "id": c.id,
             "name": c.name,
-            "description": c.description,
+            "description": prompt_description(c.description, demote=2),
             "metric": c.grader.name,
             "is_lower_better": c.is_lower_better,
             "competition_type": c.competition_type,

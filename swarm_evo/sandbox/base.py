@@ -386,7 +386,7 @@ def read_bounded(path: Path, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> tuple
     return text, True
 
 
-def bound_text(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> tuple[str, bool]:
+def bound_utf8(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> tuple[str, bool]:
     """Bound a string to about ``max_bytes`` UTF-8 bytes (head + marker + tail); ``(text, cut)``."""
     data = text.encode("utf-8", errors="replace")
     if len(data) <= max_bytes:
@@ -407,7 +407,7 @@ def combine_output(stdout: str, stderr: str, max_bytes: int = DEFAULT_MAX_OUTPUT
         joined = stdout + "\n" + stderr
     else:
         joined = stdout + stderr
-    return bound_text(joined, max_bytes)
+    return bound_utf8(joined, max_bytes)
 
 
 class OutputCapture:
