@@ -11,7 +11,7 @@ from prefect.states import Completed, State
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
-from swarm_evo.llm.client import DeadlineReached
+from swarm_evo.llm.client import CostLimitReached, DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
 from tasks.artifacts import update_progress
@@ -57,9 +57,11 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     try:
         generated = generate(run_dir, node_id, request)
     except DeadlineReached as exc:
-        if not session.budget.time_up():  # a model error close to the deadline: a failed generation
+        if not session.budget.time_up() and not isinstance(exc, CostLimitReached):
+            # a model error close to the deadline: a failed generation
             return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
-        logger.info("slot %s not started: %s", slot, exc)  # the time limit came first: no node
+        steps.check_limits(session)  # the cost limit stops the run
+        logger.info("slot %s not started: %s", slot, exc)  # a run limit came first: no node
         steps.release_request(session, request)
         session.budget.release(slot)
         return None
@@ -87,7 +89,10 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
         return result
 
     max_attempts = session.config.search.debug_max_attempts
-    time_up = session.budget.time_up  # after the deadline no debug calls the model
+
+    def time_up() -> bool:  # after the deadline, or once the run stops, no debug calls the model
+        return session.budget.time_up() or steps.check_limits(session) is not None
+
     chain = run_debug_chain(first, max_attempts, attempt_fn, time_up)
     outcome, review_usage = review_or_facts(run_dir, node_id, slot, chain.final)
     while steps.flagged_by_reviewer(outcome, chain.final) and chain.attempts < max_attempts and not time_up():

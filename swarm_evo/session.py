@@ -307,6 +307,7 @@ def open_session(
     endpoint = endpoint.model_copy(update={
         "deadline": None if left is None else time.time() + left,  # model calls end by the time limit
         "ledger_path": str(run_dir / LEDGER_FILE),
+        "max_cost_usd": config.model.max_cost_usd,  # no call starts once the run's calls cost this
     })
     for probe in probes:
         _record_probe(run_dir, probe)

@@ -96,6 +96,25 @@ def test_timeout_and_retries_are_cut_to_the_time_left(monkeypatch):
     assert sent[1]["timeout"] == 10 and sent[1]["num_retries"] == 3  # (2·3+1)·10 s + 3 s fit in 1000 s
 
 
+def test_no_call_starts_once_the_cost_limit_is_reached(monkeypatch, tmp_path):
+    sent, real = [], litellm.completion
+
+    def spy(**kwargs):
+        sent.append(kwargs)
+        return real(**kwargs, mock_response="ok")
+
+    monkeypatch.setattr(litellm, "completion", spy)
+    ledger_path = tmp_path / "llm_calls.jsonl"
+    endpoint = client.ModelEndpoint(**OPENAI, ledger_path=str(ledger_path), max_cost_usd=0.05,
+                                    input_cost_per_token=1e-3, output_cost_per_token=1e-3)
+    client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"})
+    ledger_for(ledger_path).record(role="code", operation="draft", model="m", ok=True, cost_usd=0.06)
+    with pytest.raises(client.CostLimitReached, match=r"max_cost_usd reached") as info:
+        client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "review"})
+    assert len(sent) == 1, "the second call was not sent"
+    assert isinstance(info.value, client.DeadlineReached), "steps end as they do at the deadline"
+
+
 def test_a_transient_error_near_the_deadline_is_not_retried():
     endpoint = client.ModelEndpoint(**OPENAI, num_retries=0, deadline=time.time() + client.RETRY_HORIZON / 2)
     error = litellm.InternalServerError(message="busy", model="gpt-4o-mini", llm_provider="openai")

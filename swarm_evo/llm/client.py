@@ -83,7 +83,8 @@ class ModelEndpoint(BaseModel):
     ``role`` names what the endpoint is for (``code``, ``review``, ``evolution``: AIDE's code
     and feedback models; :meth:`for_role`). ``deadline`` (Unix time, s) is the run's end: a
     call's timeout and retries are cut to it and no call starts after it (:func:`_call`).
-    ``ledger_path`` is the run's ``llm_calls.jsonl`` (:mod:`swarm_evo.llm.ledger`).
+    ``ledger_path`` is the run's ``llm_calls.jsonl`` (:mod:`swarm_evo.llm.ledger`);
+    ``max_cost_usd`` (``model.max_cost_usd``) stops calls once the ledger's cost reaches it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,6 +103,7 @@ class ModelEndpoint(BaseModel):
     tool_calls: str = "auto"
     deadline: float | None = None
     ledger_path: str | None = None
+    max_cost_usd: float | None = None
     injected_failure_rate: float = Field(0.0, ge=0, le=1)
     """Offline model only: chance that a call fails on purpose (swarm_evo/llm/offline/failures.py)."""
 
@@ -156,6 +158,12 @@ def endpoint_for(model, api_key: SecretStr | str | None = None) -> ModelEndpoint
 class DeadlineReached(RuntimeError):
     """The run's time limit is reached: no model call starts (and a transient error close to
     the deadline is not retried). Not transient: callers end the step instead."""
+
+
+class CostLimitReached(DeadlineReached):
+    """The run's model calls have cost ``model.max_cost_usd``: no further call starts. Handled
+    as the deadline is (the step ends; the run stops cleanly), so a run overshoots its limit by
+    at most the calls already in flight (issue 13)."""
 
 
 RETRY_HORIZON = 45.0
@@ -299,8 +307,10 @@ def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **ext
     Raises:
         DeadlineReached: the deadline has passed (nothing is sent), or a transient error came
             within :data:`RETRY_HORIZON` of it.
+        CostLimitReached: the ledger's cost reached ``endpoint.max_cost_usd`` (nothing is sent).
         litellm exceptions: whatever litellm raises once its own retries are spent.
     """
+    _check_cost(endpoint)
     timeout, num_retries = endpoint.timeout, endpoint.num_retries
     left = endpoint.time_left()
     if left is not None:
@@ -362,6 +372,20 @@ def _call(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **ext
     )
     _record(endpoint, operation, ok=True, seconds=seconds, usage=call_usage)
     return response, call_usage
+
+
+def _check_cost(endpoint: ModelEndpoint) -> None:
+    """Raise :class:`CostLimitReached` when the run's ledger has reached ``max_cost_usd``."""
+    if endpoint.max_cost_usd is None or endpoint.ledger_path is None:
+        return
+    from swarm_evo.llm.ledger import ledger_for
+
+    cost = ledger_for(endpoint.ledger_path).totals().cost_usd
+    if cost is not None and cost >= endpoint.max_cost_usd:
+        raise CostLimitReached(
+            f"model.max_cost_usd reached (${cost:.4f} of ${endpoint.max_cost_usd:.4f}): "
+            f"no {endpoint.role} call to {endpoint.name}"
+        )
 
 
 def _record(endpoint: ModelEndpoint, operation: str | None, *, ok: bool, seconds: float,
