@@ -96,14 +96,48 @@ def _print_json(value) -> None:
 
 def _check_inputs(args) -> int | None:
     """Bad-input checks that need no Prefect and no evaluation code; an exit code or None."""
-    if not args.program.is_file():
-        return _fail(f"program {args.program} not found: give the path of the candidate .py file")
-    if args.auxiliary_metrics is not None and not args.auxiliary_metrics.is_file():
-        return _fail(f"--auxiliary-metrics {args.auxiliary_metrics} not found: give an auxiliary_metrics.py file")
+    problem = _file_problem(args.program)
+    if problem:
+        return _fail(f"program {args.program} {problem}: give the path of the candidate .py file")
+    if args.auxiliary_metrics is not None:
+        problem = _file_problem(args.auxiliary_metrics)
+        if problem:
+            return _fail(f"--auxiliary-metrics {args.auxiliary_metrics} {problem}: give an auxiliary_metrics.py file")
+    if args.eval_command == "run":  # submit's --results-dir names a path on the evaluating machine
+        problem = _directory_problem(args.results_dir.expanduser())
+        if problem:
+            return _fail(f"--results-dir {args.results_dir} {problem}: give a directory (created when missing)")
     for flag, value in (("--num-runs", args.num_runs), ("--timeout", args.timeout),
                         ("--auxiliary-timeout", args.auxiliary_timeout)):
         if value is not None and value <= 0:
             return _fail(f"{flag} must be > 0 (got {value})")
+    return None
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a program file (``"not found"``, ``"is a directory"``), or None."""
+    if not path.exists():
+        return "not found"
+    if path.is_dir():
+        return "is a directory, not a file"
+    if not path.is_file():
+        return "is not a regular file"
+    if not os.access(path, os.R_OK):
+        return "is not readable"
+    return None
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Why results cannot be written under ``path`` (it or an ancestor is a file, ...), or None."""
+    if path.exists():
+        if not path.is_dir():
+            return "is a file, not a directory"
+        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"is under {parent}, which is a file"
+            return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot be created in {parent} (not writable)"
     return None
 
 

@@ -23,6 +23,7 @@ from swarm_evo.genes import (
     validate_genes,
 )
 from swarm_evo.node import Node
+from swarm_evo.sandbox.safe_read import open_program_file
 
 JOURNAL_FILE = "journal.json"
 
@@ -49,12 +50,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_copy(source: Path, target: Path) -> None:
     """Copy ``source`` to ``target`` through a temporary file and ``os.replace``: a reader never
-    sees a half-written file, and a crash leaves the old one."""
+    sees a half-written file, and a crash leaves the old one.
+
+    ``source`` may be a file a program wrote: it is opened as
+    :func:`~swarm_evo.sandbox.safe_read.open_program_file` does (no link followed, never
+    blocks on a FIFO).
+
+    Raises:
+        FileNotFoundError: ``source`` does not exist.
+        ProgramFileError: ``source`` is not a regular file.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
     try:
-        shutil.copyfile(source, tmp)
+        with os.fdopen(fd, "wb") as dst, open_program_file(source) as src:
+            shutil.copyfileobj(src, dst)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

@@ -46,19 +46,22 @@ TIMEOUT = 5.0
 MAX_OUTPUT = 100_000
 MAX_LOG = 10 * MAX_OUTPUT  # the default on-disk cap (10 x max_output_bytes)
 
-# exc_type expected per case and backend. Docker's read-only root makes writes to "/" fail
-# with EROFS (OSError); rmtree('/') may meet /proc first (PermissionError).
+# exc_type expected per case and backend. Both backends show the program a read-only host
+# (Docker's read-only root; the local backend remounts every host mount read-only in its
+# mount namespace, issue 18), so writes outside the node fail with EROFS (OSError);
+# rmtree('/') may meet /proc first (PermissionError).
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "fork_bomb": {"local": {"TimeoutError"}, "docker": {"TimeoutError"}},
     "output_flood": {"local": {"TimeoutError"}, "docker": {"TimeoutError"}},
     "memory_hog": {"local": {"MemoryError"}, "docker": {"MemoryError"}},
     "ignore_sigterm": {"local": {"TimeoutError"}, "docker": {"TimeoutError"}},
     "orphans": {"local": {"RuntimeError"}, "docker": {"RuntimeError"}},
-    "write_outside": {"local": {"PermissionError"}, "docker": {"OSError"}},
-    "rmtree_parent": {"local": {"PermissionError"}, "docker": {"OSError", "PermissionError"}},
+    "write_outside": {"local": {"OSError"}, "docker": {"OSError"}},
+    "rmtree_parent": {"local": {"OSError", "PermissionError"}, "docker": {"OSError", "PermissionError"}},
     "delete_input": {"local": {"OSError"}, "docker": {"OSError"}},
     "env_keys": {"local": {"KeyError"}, "docker": {"KeyError"}},
     "log_symlinks": {"local": {"RuntimeError"}, "docker": {"RuntimeError"}},
+    "persist_writes": {"local": {"RuntimeError"}, "docker": {"RuntimeError"}},
 }
 
 
@@ -257,6 +260,17 @@ def test_hostile_program(backend: Backend, scene: Scene, case: str, monkeypatch)
         wrote = [line for line in res.stdout.splitlines() if line.startswith("wrote ")]
         # Only the private /tmp and the program's own HOME (inside its node) may take a write.
         assert all(w.startswith("wrote /tmp/") or str(scene.workdir) in w or "/tmp/../" in w for w in wrote), wrote
+    elif case == "persist_writes":
+        # Issue 18: only the private scratch tmpfs took a write (the host's world-writable
+        # directories such as /run/lock are read-only to the program), and nothing it wrote
+        # outside its node directory exists once the execution is over.
+        wrote = [line.split(" ", 1)[1] for line in res.stdout.splitlines() if line.startswith("wrote ")]
+        assert wrote, res.term_out[-2000:]  # /tmp at least: the program did run its writes
+        assert set(wrote) <= {f"{d}/persist-{scene.marker}" for d in ("/tmp", "/var/tmp", "/dev/shm")}, wrote
+        assert not [p for p in wrote if os.path.lexists(p)], "a file the program wrote outside its node persists"
+        assert "found " not in res.stdout, res.stdout
+        again = backend.sandbox.execute(code, scene.workdir, scene.public, TIMEOUT)
+        assert "found " not in again.stdout and again.exc_type == "RuntimeError", again.term_out[-2000:]
     elif case == "log_symlinks":
         for name in ("stdout.txt", "stderr.txt"):
             path = scene.workdir / name

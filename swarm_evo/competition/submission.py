@@ -11,18 +11,28 @@ from pathlib import Path
 
 import pandas as pd
 
+from swarm_evo.sandbox.safe_read import ProgramFileError, open_program_file
+
 from .checks import structure_errors
 from .errors import CompetitionError, InvalidSubmissionError
 from .model import Competition
 
 
 def read_submission(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
-    """Read a submission CSV; return (table or None, errors)."""
+    """Read a submission CSV; return (table or None, errors).
+
+    The file is opened as :func:`~swarm_evo.sandbox.safe_read.open_program_file` does (a
+    program wrote it): a FIFO, directory, device or symlink there is an error naming it, and
+    reading never blocks.
+    """
     path = Path(path)
-    if not path.is_file():
-        return None, [f"submission file {path} not found: write ./submission/submission.csv"]
     try:
-        table = pd.read_csv(path, float_precision="round_trip")
+        with open_program_file(path) as fh:
+            table = pd.read_csv(fh, float_precision="round_trip")
+    except FileNotFoundError:
+        return None, [f"submission file {path} not found: write ./submission/submission.csv"]
+    except ProgramFileError as exc:
+        return None, [f"submission file {exc}: write a regular CSV file to ./submission/submission.csv"]
     except Exception as exc:  # noqa: BLE001 - any parse failure is a format error
         return None, [f"submission file {path} cannot be parsed as CSV: {exc}"]
     if table.columns.size == 0:

@@ -39,6 +39,7 @@ from swarm_evo.evaluation.contract import (
 )
 from swarm_evo.evaluation.harness import execution_error
 from swarm_evo.sandbox.base import Sandbox
+from swarm_evo.sandbox.safe_read import ProgramFileError, read_program_text
 
 AUXILIARY_FILE = "auxiliary_metrics.py"
 AUX_FUNCTION = "evaluate_auxiliary_metrics"
@@ -197,13 +198,16 @@ def _parse_result(
     path: Path, source: AuxiliarySource
 ) -> tuple[dict[str, float], dict[str, MetricDefinition], str | None]:
     try:
-        size = path.stat().st_size
+        text = read_program_text(path, MAX_RESULT_BYTES)
     except FileNotFoundError:
         return _fail(f"{AUX_RESULT_FILE} was not written (the file exited early?)")
-    if size > MAX_RESULT_BYTES:
-        return _fail(f"{AUX_RESULT_FILE} is {size} bytes (limit {MAX_RESULT_BYTES})")
+    except ProgramFileError as exc:
+        return _fail(f"ProgramFileError: {AUX_RESULT_FILE} {exc.reason} (the harness writes it; "
+                     "evaluate_auxiliary_metrics must not replace it)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"it holds {type(data).__name__}, not an object")
         raw = codec.decode(data.get("metrics"))
         raw_defs = codec.decode(data.get("definitions"))
     except (ValueError, AttributeError, RecursionError) as exc:

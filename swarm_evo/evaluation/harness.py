@@ -31,7 +31,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swarm_evo.evaluation import codec
-from swarm_evo.sandbox.base import ExecutionResult, Sandbox
+from swarm_evo.sandbox.base import ExecutionResult, Sandbox, remove_entry, write_output_file
+from swarm_evo.sandbox.safe_read import ProgramFileError, read_program_text
 
 PROGRAM_FILE = "program.py"
 CALLS_FILE = "calls.json"
@@ -194,12 +195,13 @@ def call_entry(
          "kwargs": codec.encode(dict(c.get("kwargs", {})), f"calls[{i}].kwargs")}
         for i, c in enumerate(calls)
     ]
-    (workdir / PROGRAM_FILE).write_text(program_code, encoding="utf-8")
-    (workdir / CALLS_FILE).write_text(json.dumps(encoded_calls), encoding="utf-8")
-    (workdir / HARNESS_CONFIG_FILE).write_text(json.dumps({"entry": entry}), encoding="utf-8")
+    # An earlier execution in this directory may have left FIFOs or links at these names:
+    # write_output_file replaces them, never writes through them.
+    write_output_file(workdir, PROGRAM_FILE, program_code.encode("utf-8"))
+    write_output_file(workdir, CALLS_FILE, json.dumps(encoded_calls).encode("utf-8"))
+    write_output_file(workdir, HARNESS_CONFIG_FILE, json.dumps({"entry": entry}).encode("utf-8"))
     outputs_path = workdir / OUTPUTS_FILE
-    if outputs_path.exists():
-        outputs_path.unlink()
+    remove_entry(outputs_path)
     public = Path(public_dir) if public_dir is not None else empty_input_dir(workdir)
     execution = sandbox.execute(HARNESS_PROGRAM, workdir, public, timeout)
     error = execution_error(execution)
@@ -210,18 +212,21 @@ def call_entry(
 
 
 def _read_outputs(path: Path, expected: int) -> tuple[list[Any] | None, list[float], str | None]:
-    """Parse ``outputs.json``; every problem becomes an error string (the file is untrusted)."""
+    """Parse ``outputs.json``; every problem becomes an error string (the file is untrusted:
+    a FIFO, directory or oversized file there is a ``ProgramFileError`` of the run)."""
     try:
-        size = path.stat().st_size
+        text = read_program_text(path, MAX_OUTPUTS_BYTES)
     except FileNotFoundError:
         return None, [], (
             f"ProcessError: the program exited before returning ({OUTPUTS_FILE} was not written; "
             "did it call os._exit?)"
         )
-    if size > MAX_OUTPUTS_BYTES:
-        return None, [], f"ValueError: {OUTPUTS_FILE} is {size} bytes (limit {MAX_OUTPUTS_BYTES})"
+    except ProgramFileError as exc:
+        return None, [], (
+            f"ProgramFileError: {OUTPUTS_FILE} {exc.reason} (the harness writes it; the program must not replace it)"
+        )
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data = json.loads(text)
         outputs = codec.decode(data["outputs"])
         seconds = [float(s) for s in data.get("seconds", [])]
     except (ValueError, KeyError, TypeError, RecursionError) as exc:

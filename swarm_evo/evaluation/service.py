@@ -13,6 +13,7 @@ sandbox's (daemon down) raise :class:`~swarm_evo.sandbox.base.SandboxError` (ret
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from swarm_evo.evaluation.contract import (
 )
 from swarm_evo.evaluation.problem import Problem, ProblemError
 from swarm_evo.sandbox.base import Sandbox, SandboxError
+
+log = logging.getLogger(__name__)
 
 
 class EvaluatorError(RuntimeError):
@@ -114,9 +117,13 @@ def evaluate_program(
         definitions = dict(result.auxiliary_definitions)
         errors = dict(result.auxiliary_errors)
         for source, path in jobs:
-            values, defs, error = run_auxiliary(
-                sandbox, path, results_dir, source=source, timeout=auxiliary_timeout
-            )
+            try:
+                values, defs, error = run_auxiliary(
+                    sandbox, path, results_dir, source=source, timeout=auxiliary_timeout
+                )
+            except Exception as exc:  # noqa: BLE001 - auxiliary errors never fail the primary evaluation
+                log.warning("auxiliary metrics %s of %s failed: %s: %s", source, results_dir, type(exc).__name__, exc)
+                values, defs, error = {}, {}, f"{type(exc).__name__}: {exc}"
             for name, value in values.items():
                 if name not in metrics:
                     metrics[name] = value

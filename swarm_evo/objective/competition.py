@@ -8,7 +8,6 @@ submission on the private answers.
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from swarm_evo.prevalidate import static_check
 from swarm_evo.prompts import templates_dir
 from swarm_evo.review import PARSE_STDOUT, parse_metric
 from swarm_evo.sandbox import Sandbox
+from swarm_evo.sandbox.base import remove_entry
 
 SUBMISSION = Path("submission") / "submission.csv"
 """Where a program writes its submission, relative to its node directory."""
@@ -119,7 +119,7 @@ class CompetitionObjective:
 
     def assess(self, sandbox: Sandbox, code: str, workdir: Path, timeout: float) -> Assessment:
         """Run the program once in ``workdir`` (a stale submission is removed first)."""
-        shutil.rmtree(workdir / "submission", ignore_errors=True)
+        remove_entry(workdir / "submission")
         result = sandbox.execute(code, workdir, self.competition.public_dir, timeout)
         metric = parse_metric(result.stdout)
         return Assessment(

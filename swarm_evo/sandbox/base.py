@@ -32,6 +32,8 @@ from typing import Mapping, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .safe_read import ProgramFileError, open_program_file
+
 SOLUTION_FILE = "solution.py"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
@@ -148,7 +150,9 @@ def prepare_workdir(code: str, workdir: Path, public_dir: Path | None, link_inpu
 
     ``workdir/input`` becomes a symlink to ``public_dir`` (absolute) unless something named
     ``input`` already exists there (kept as is) or ``link_input`` is False (Docker mounts it).
-    ``working/`` and ``submission/`` are created if missing.
+    ``working/`` and ``submission/`` are created if missing. Whatever an earlier execution
+    left at these names (a FIFO as ``solution.py``, a file as ``working``) is replaced, never
+    opened or followed (:func:`write_output_file`).
 
     Raises:
         SandboxError: the directory cannot be prepared.
@@ -156,16 +160,41 @@ def prepare_workdir(code: str, workdir: Path, public_dir: Path | None, link_inpu
     try:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        program = workdir / SOLUTION_FILE
-        program.write_text(code, encoding="utf-8")
+        program = write_output_file(workdir, SOLUTION_FILE, code.encode("utf-8"))
         inp = workdir / INPUT_DIR
         if link_input and public_dir is not None and not os.path.lexists(inp):
             inp.symlink_to(Path(public_dir).resolve(), target_is_directory=True)
-        (workdir / WORKING_DIR).mkdir(exist_ok=True)
-        (workdir / SUBMISSION_DIR).mkdir(exist_ok=True)
+        for name in (WORKING_DIR, SUBMISSION_DIR):
+            _ensure_directory(workdir / name)
         return program
     except OSError as exc:  # pragma: no cover - depends on the host
         raise SandboxError(f"cannot prepare workdir {workdir}: {exc}") from exc
+
+
+def _ensure_directory(path: Path) -> None:
+    """``path`` as a real directory: a file, FIFO or link an earlier execution left in its
+    place is removed first (never followed)."""
+    with suppress(FileNotFoundError):
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+    path.mkdir(exist_ok=True)
+
+
+def remove_entry(path: Path) -> None:
+    """Remove whatever stands at ``path`` (file, FIFO, socket, symlink, directory tree) without
+    opening or following it; nothing there is fine.
+
+    Raises:
+        OSError: it exists and cannot be removed.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
 
 
 def hand_over_workdir(workdir: Path, uid: int = NOBODY_UID, gid: int = NOBODY_GID) -> tuple[int, int]:
@@ -364,19 +393,27 @@ def read_bounded(path: Path, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> tuple
     """Read a text file, keeping at most ``max_bytes`` bytes: the head and the tail.
 
     Only the head and tail are read from disk (a 10 GB log costs ``max_bytes`` of memory).
-    Returns ``(text, truncated)``; a missing file reads as ``("", False)``.
+    Returns ``(text, truncated)``; a missing file reads as ``("", False)``, anything but a
+    regular file (a FIFO, directory, link the program left) as one bracketed line naming it
+    (:func:`~swarm_evo.sandbox.safe_read.open_program_file`; never blocks).
     """
     try:
-        size = os.path.getsize(path)
-    except OSError:
+        with open_program_file(path) as fh:
+            return _read_head_tail(fh, os.fstat(fh.fileno()).st_size, max_bytes)
+    except FileNotFoundError:
         return "", False
-    with open(path, "rb") as fh:
-        if size <= max_bytes:
-            return fh.read().decode("utf-8", errors="replace"), False
-        head_n, tail_n = _split_budget(max_bytes)
-        head = fh.read(head_n)
-        fh.seek(size - tail_n)
-        tail = fh.read(tail_n)
+    except ProgramFileError as exc:
+        return f"[{exc}]", False
+
+
+def _read_head_tail(fh, size: int, max_bytes: int) -> tuple[str, bool]:
+    """Head and tail of an open binary file of ``size`` bytes, as :func:`read_bounded` returns."""
+    if size <= max_bytes:
+        return fh.read(max_bytes).decode("utf-8", errors="replace"), False
+    head_n, tail_n = _split_budget(max_bytes)
+    head = fh.read(head_n)
+    fh.seek(size - tail_n)
+    tail = fh.read(tail_n)
     cut = size - len(head) - len(tail)
     text = (
         head.decode("utf-8", errors="replace")
@@ -664,26 +701,6 @@ def _last_nonempty_line(text: str) -> str | None:
         if line.strip():
             return line.strip()
     return None
-
-
-def build_result(
-    workdir: Path,
-    exit_code: int | None,
-    exec_time: float,
-    timed_out: bool,
-    timeout: float | None,
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-    oom_killed: bool = False,
-) -> ExecutionResult:
-    """Assemble an :class:`ExecutionResult` from ``workdir/stdout.txt`` and ``stderr.txt``.
-
-    Reads both files bounded (:func:`read_bounded`) and hands over to :func:`make_result`.
-    Backends that capture the streams themselves call :func:`make_result` directly.
-    """
-    stdout, cut_out = read_bounded(Path(workdir) / STDOUT_FILE, max_output_bytes)
-    stderr, cut_err = read_bounded(Path(workdir) / STDERR_FILE, max_output_bytes)
-    return make_result(stdout, cut_out, stderr, cut_err, exit_code, exec_time, timed_out, timeout,
-                       max_output_bytes, oom_killed)
 
 
 def make_result(

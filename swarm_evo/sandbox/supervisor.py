@@ -14,7 +14,11 @@ program started survives it:
   the supervisor dies and the supervisor when the run process dies (``PR_SET_PDEATHSIG``),
   so a SIGKILLed run process takes the whole program tree with it. In the mount namespace
   ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are fresh size-limited tmpfs, ``/proc`` shows the
-  namespace's processes only, and the public data is a read-only bind mount.
+  namespace's processes only, the public data is a read-only bind mount, and every other
+  mount is remounted read-only except the work directory (its own bind mount): nothing the
+  program writes outside its directory survives it, world-writable host directories such as
+  ``/run/lock`` included (issue 18). The init also unshares an IPC namespace, so System V
+  shared memory, semaphores and POSIX message queues die with the program.
 * **subreaper** (fallback: no privilege for namespaces): the supervisor sets
   ``PR_SET_CHILD_SUBREAPER`` so that orphans re-parent to it and, when the program ends, kills
   its process group and then every remaining descendant, pass after pass, until ``waitpid``
@@ -22,7 +26,7 @@ program started survives it:
 
 The program itself runs in a new session (``setsid``), first in line for the host's OOM killer
 (``oom_score_adj`` 1000), with ``RLIMIT_CORE`` 0, ``RLIMIT_DATA`` (memory),
-``RLIMIT_NPROC`` (fork bombs) and, when ``uid`` is given (the caller is root), as that user
+``RLIMIT_NPROC`` (fork bombs), ``RLIMIT_FSIZE`` (``fsize_bytes``: no file larger than the disk limit) and, when ``uid`` is given (the caller is root), as that user
 with no supplementary groups and ``PR_SET_NO_NEW_PRIVS``. A user other than root cannot
 traverse directories such as ``/root`` or pytest's ``/tmp/pytest-of-root`` (mode 700): in
 namespace mode each such directory on the way to a path the program needs (its work
@@ -54,15 +58,23 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MS_RELATIME = 0x200000
+
+_KEPT_MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+                     "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+"""Per-mount options a read-only bind remount must repeat (``mount(2)``: MS_REMOUNT replaces them)."""
 
 SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 """Directories replaced by a private tmpfs in namespace mode (sized by ``tmp_size_mb`` /
@@ -125,6 +137,8 @@ def _exec_program(cfg: dict, err_fd: int, expected_parent: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if cfg.get("nproc"):
         resource.setrlimit(resource.RLIMIT_NPROC, (int(cfg["nproc"]), int(cfg["nproc"])))
+    if cfg.get("fsize_bytes"):  # no single file past the disk limit (EFBIG; Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (int(cfg["fsize_bytes"]), int(cfg["fsize_bytes"])))
     os.chdir(cfg["workdir"])
     uid, gid = cfg.get("uid"), cfg.get("gid")
     if uid is not None:
@@ -326,7 +340,7 @@ def _setup_mounts(cfg: dict, needed: list[str]) -> list[str]:
     """In the init, before the program: the mount namespace described in the module docstring."""
     warnings: list[str] = []
     uid, gid = cfg.get("uid"), cfg.get("gid")
-    unshare(CLONE_NEWNS)
+    unshare(CLONE_NEWNS | CLONE_NEWIPC)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     needed = sorted({os.path.realpath(p) for p in needed if p and os.path.exists(p)})
     needed = [p for p in needed if p != "/"]
@@ -378,10 +392,50 @@ def _setup_mounts(cfg: dict, needed: list[str]) -> list[str]:
         if os.path.isdir(real):
             mount(real, real, None, MS_BIND | MS_REC)
             mount(None, real, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    workdir = os.path.realpath(cfg["workdir"])
+    mount(workdir, workdir, None, MS_BIND | MS_REC)  # its own mount: stays writable below
+    warnings += _freeze_host(writable={workdir, *scratch})
     try:
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError as exc:
         warnings.append(f"kept the host's /proc ({exc})")
+    return warnings
+
+
+def _mount_points() -> list[tuple[str, list[str]]]:
+    """``(mount point, per-mount options)`` of this mount namespace (``/proc/self/mountinfo``,
+    fields 5 and 6; octal escapes such as ``\\040`` decoded), parents before children."""
+    points = []
+    with open("/proc/self/mountinfo", "rb") as fh:
+        for line in fh:
+            fields = line.split()
+            point = fields[4].decode("unicode_escape").encode("latin-1").decode(errors="surrogateescape")
+            points.append((point, fields[5].decode().split(",")))
+    return points
+
+
+def _freeze_host(writable: set[str]) -> list[str]:
+    """Remount every mount of the namespace read-only except ``writable`` mount points and
+    ``/proc``; the warnings (a mount that could not be frozen).
+
+    Nothing the program writes outside its work directory and the private scratch tmpfs
+    survives it: host directories that are world-writable (``/run/lock``, ``/var/tmp`` when it
+    is not replaced, writable dirs of Docker's image layers, ...) are read-only for it, as
+    the Docker backend's read-only root is. Device nodes stay usable (``/dev/null``, GPUs):
+    a read-only mount does not stop writes to a device. Changes stay in this namespace.
+    """
+    warnings = []
+    for point, options in _mount_points():
+        if point in writable or point == "/proc" or point.startswith("/proc/") or "ro" in options:
+            continue
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+        for name, flag in _KEPT_MOUNT_FLAGS.items():
+            if name in options:
+                flags |= flag
+        try:
+            mount(None, point, None, flags)
+        except OSError as exc:
+            warnings.append(f"{point} stays writable for programs ({exc})")
     return warnings
 
 
@@ -457,7 +511,7 @@ def _run_subreaper(cfg: dict, wake_fd: int) -> dict:
 def main(argv: list[str]) -> int:
     """Entry point: ``argv[1]`` is the JSON configuration written by ``LocalSandbox._config``
     (``argv``, ``workdir``, ``timeout`` s, ``status_fd``, ``parent_pid``, ``uid``/``gid`` or
-    None, ``namespaces``, ``memory_bytes``, ``nproc``, ``readonly`` paths, ``tmp_size_mb``,
+    None, ``namespaces``, ``memory_bytes``, ``nproc``, ``fsize_bytes``, ``readonly`` paths, ``tmp_size_mb``,
     ``shm_size_mb``). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
     when the run process was already gone."""
     cfg = json.loads(argv[1])

@@ -151,6 +151,14 @@ def plant_fault(code: str, fault: str) -> tuple[str, str]:
     elif fault == "name_error":
         lines = [f"X = X.fillna(FILL_VALUE)  {FAULT_TAG} undefined name"]
         faulty = lines[0]
+    elif fault in ("submission_fifo", "submission_dir"):
+        make = "_os.mkfifo(_p)" if fault == "submission_fifo" else "_os.mkdir(_p)"
+        lines = [
+            f"import atexit as _atexit, os as _os  {FAULT_TAG} at exit: no file where the submission was",
+            f"_p = './submission/submission.csv'  {FAULT_TAG}",
+            f"_atexit.register(lambda: (_os.path.exists(_p) and _os.remove(_p), {make}))  {FAULT_TAG}",
+        ]
+        faulty = lines[2]
     else:
         raise ValueError(f"unknown fault {fault!r}")
     marker = "# [SECTION: TRAINING_TRICKS]"

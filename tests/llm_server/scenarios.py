@@ -49,7 +49,7 @@ ReviewShape = Literal[
     "json_bare",        # no tool call: prose, then a bare JSON object
     "think_json",       # <think>...</think> then a fenced JSON object
 ]
-Fault = Literal["chatty_crash", "name_error"]
+Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir"]
 
 CHATTY_BYTES = 2_000_000
 """How much a ``chatty_crash`` program prints before it raises (issue 13: "2 MB")."""
@@ -100,8 +100,11 @@ class Scenario(BaseModel):
 
     draft_faults: dict[int, Fault] = Field(default_factory=dict)
     """Faults planted in the n-th draft (0-based draft index): ``chatty_crash`` prints
-    :data:`CHATTY_BYTES` then raises RuntimeError; ``name_error`` uses an undefined name. The
-    debug brain always repairs them (the planted lines carry a ``# stand-in:`` comment)."""
+    :data:`CHATTY_BYTES` then raises RuntimeError; ``name_error`` uses an undefined name;
+    ``submission_fifo`` / ``submission_dir`` leave a FIFO / a directory where the program wrote
+    ``submission/submission.csv`` when it exits (issue 18: a hostile program the host must read
+    safely). The debug brain always repairs them (the planted lines carry a ``# stand-in:``
+    comment)."""
 
     fast_programs: bool = True
     """Prefer quick model families and 3-fold CV, so test runs stay short."""
@@ -157,6 +160,12 @@ CHATTY = Scenario(
     debug_shapes=["quoted_line"],
 )
 
+HOSTILE_SUBMISSION = Scenario(
+    name="hostile_submission",
+    description="the first draft leaves a FIFO as its submission.csv, the second a directory",
+    draft_faults={0: "submission_fifo", 1: "submission_dir"},
+)
+
 BAD_KEY = Scenario(
     name="bad_key",
     description="the server wants another API key: 401 on every request",
@@ -170,6 +179,7 @@ SERVER_ERRORS = Scenario(
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, CHATTY, BAD_KEY, SERVER_ERRORS,
+    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
+    SERVER_ERRORS,
 )}
 """The named presets, selectable per test (``llm_server.use("everything")``)."""
