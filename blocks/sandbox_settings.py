@@ -34,6 +34,10 @@ class SandboxSettings(Block):
     cpus: float | None = Field(None, gt=0, description="(docker) CPUs per container.")
     pids_limit: int = Field(512, ge=16, description="(docker) processes and threads per container.")
     shm_size_mb: int = Field(1024, ge=16, description="(docker) size of /dev/shm, MiB.")
+    disk_limit_mb: int = Field(
+        SandboxConfig.model_fields["disk_limit_mb"].default, ge=16,
+        description="MiB one execution may fill in its node directory (and the largest file).",
+    )
 
     @field_validator("gpus", mode="before")
     @classmethod

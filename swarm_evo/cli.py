@@ -107,7 +107,8 @@ def _grade(args) -> int:
     from swarm_evo.competition import grade_submission, load_competition
 
     competition = load_competition(args.competition_id, args.data_dir)
-    report = grade_submission(args.submission, competition)
+    # the user's own file: a link to it is fine (program files are read without following links)
+    report = grade_submission(Path(args.submission).resolve(), competition)
     print(report.model_dump_json(indent=2))
     return 0
 

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE
 from swarm_evo.sandbox.gpus import parse_gpus
 
@@ -147,6 +148,11 @@ class SandboxConfig(_Section):
         "top of what the program's user already runs, not enforced for root).",
     )
     shm_size_mb: int = Field(1024, ge=16, description="Size of /dev/shm (docker; local when run as root: a private tmpfs).")
+    disk_limit_mb: int = Field(
+        DEFAULT_DISK_LIMIT_MB, ge=16,
+        description="Disk space (MiB) one execution may fill in its node directory, and the largest file it may "
+        "write (local: RLIMIT_FSIZE; docker: fsize ulimit). Past it the program is stopped: DiskLimitError.",
+    )
 
     @field_validator("gpus", mode="before")
     @classmethod

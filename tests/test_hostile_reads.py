@@ -226,25 +226,31 @@ def test_eval_run_bad_paths_exit_2_with_one_line_and_write_nothing(tmp_path, cap
 @pytest.mark.parametrize("executor", ["local", "docker"])
 def test_a_search_debugs_a_fifo_or_directory_submission(stand_in, data_dir, tmp_path, executor, request):
     """``swarm-evo run`` over HTTP: the first draft leaves a FIFO as submission.csv, the second
-    a directory. Each is a classified failure of its node naming the file (never a hang or an
-    aborted step), the debug repairs it, and the run hands in a valid submission."""
+    a directory, the third writes 10 GB (``sandbox.disk_limit_mb: 64``). Each is a classified
+    failure of its node naming the file or the limit (never a hang or an aborted step), the
+    debug repairs it, and the run hands in a valid submission."""
     if executor == "docker":
         request.getfixturevalue("docker_client")
     stand_in.use("hostile_submission")
     started = time.monotonic()
     result = run_swarm(tmp_path / "work", data_dir, api_base=stand_in.openai_base, max_steps=3,
-                       sandbox_config={"backend": executor, "exec_timeout": 60}, timeout=300)
+                       sandbox_config={"backend": executor, "exec_timeout": 60, "disk_limit_mb": 64}, timeout=300)
     elapsed = time.monotonic() - started
     assert result.returncode == 0 and not result.timed_out, result.describe()
     found = {}
     for node in result.nodes:
         for entry in node["metadata"].get("debug_history") or []:
             text = json.dumps(entry["problems"])
-            for words in ("is a FIFO (named pipe), not a regular file", "is a directory, not a regular file"):
-                if words in text and "submission.csv" in text:
+            for words in ("submission.csv is a FIFO (named pipe), not a regular file",
+                          "submission.csv is a directory, not a regular file",
+                          "DiskLimitError: "):
+                if words in text:
                     found[words] = node
-    RESULTS.append((executor, "search: FIFO/dir submission", f"{len(found)} of 2 classified", round(elapsed, 2)))
-    assert len(found) == 2, [n["metadata"].get("debug_history") for n in result.nodes]
+    RESULTS.append((executor, "search: FIFO/dir submission, 10 GB", f"{len(found)} of 3 classified",
+                    round(elapsed, 2)))
+    assert len(found) == 3, [n["metadata"].get("debug_history") for n in result.nodes]
+    disk = found["DiskLimitError: "]
+    assert (result.run_dir / "nodes" / disk["id"] / "working" / "cache.bin").stat().st_size <= 80 * 2**20
     for node in found.values():
         assert not node["dead"] and not node["is_buggy"], node["analysis"]
     assert (result.run_dir / "submission" / "submission.csv").is_file()

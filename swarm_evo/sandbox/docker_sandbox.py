@@ -9,7 +9,9 @@ would leave a container behind when ``start`` fails). The container:
 * runs as a non-root user with every capability dropped, ``no-new-privileges``, a read-only
   root filesystem and a small ``/tmp`` tmpfs; an init process reaps children;
 * sees the node directory read-write at ``/workspace`` (its cwd) and the competition's
-  public data read-only at ``/workspace/input``;
+  public data read-only at ``/workspace/input``; it may fill at most ``disk_limit_mb`` there
+  (``fsize`` ulimit per file, a :class:`~swarm_evo.sandbox.disk_limit.DiskWatcher` over the
+  directory kills the container past it: ``DiskLimitError``);
 * gets no host environment: only what a program needs (thread counts, ``HOME=/tmp``,
   ``PYTHONUNBUFFERED``, ``MPLBACKEND``) — API keys never reach it;
 * gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``), leased per execution.
@@ -55,6 +57,7 @@ from swarm_evo.sandbox.base import (
     scrub_env,
     take_back_workdir,
 )
+from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
 from swarm_evo.sandbox.gpus import (
     NVIDIA_FIX,
     DevicePool,
@@ -110,6 +113,9 @@ class DockerSandbox:
         client: a ``docker.DockerClient`` (default ``docker.from_env()``).
         max_log_bytes: cap of each of ``stdout.txt``/``stderr.txt`` on disk (bytes; default
             ``10 * max_output_bytes``).
+        disk_limit_mb: space (MiB) the program may fill in its node directory, and the largest
+            file it may write (``fsize`` ulimit); past it the container is killed and the result
+            is ``DiskLimitError`` (:mod:`swarm_evo.sandbox.disk_limit`).
 
     Raises:
         SandboxUnavailableError: the Docker daemon does not answer (message names the fix).
@@ -129,6 +135,7 @@ class DockerSandbox:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         client=None,
         max_log_bytes: int | None = None,
+        disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -154,6 +161,7 @@ class DockerSandbox:
         self.num_threads = num_threads
         self.max_output_bytes = int(max_output_bytes)
         self.max_log_bytes = max(self.max_output_bytes, int(max_log_bytes or LOG_FILE_FACTOR * self.max_output_bytes))
+        self.disk_limit_mb = int(disk_limit_mb)
         self._check_image()
 
     # ------------------------------------------------------------------ setup
@@ -212,6 +220,9 @@ class DockerSandbox:
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmp_size_mb}m,mode=1777"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
+            # no file past the disk limit (EFBIG; the node directory is watched as a whole)
+            ulimits=[docker.types.Ulimit(name="fsize", soft=self.disk_limit_mb * 1024 * 1024,
+                                         hard=self.disk_limit_mb * 1024 * 1024)],
             init=True,
             mounts=mounts,
             device_requests=[docker.types.DeviceRequest(**request)]
@@ -280,6 +291,13 @@ class DockerSandbox:
         timed_out = False
         out, err = OutputCapture(self.max_log_bytes), OutputCapture(self.max_log_bytes)
         reader = _attach(container, out, err)
+
+        def stop_at_disk_limit() -> None:
+            with suppress(Exception):
+                container.kill()
+
+        # made before the start: it measures what the directory holds already
+        watcher = DiskWatcher(workdir, self.disk_limit_mb * 1024 * 1024, on_exceed=stop_at_disk_limit)
         try:
             container.start()
         except docker.errors.APIError as exc:
@@ -292,7 +310,8 @@ class DockerSandbox:
             raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
         start = time.monotonic()
         try:
-            status = container.wait(timeout=max(0.01, float(timeout)))
+            with watcher:
+                status = container.wait(timeout=max(0.01, float(timeout)))
             exit_code = status.get("StatusCode")
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as exc:
             if time.monotonic() - start < float(timeout) - 1:  # the daemon went away, not our timeout
@@ -314,7 +333,7 @@ class DockerSandbox:
             reader.join(timeout=30)
         if reader is None or reader.is_alive() or getattr(reader, "failed", False):
             out, err = _logs_capture(container, self.max_log_bytes)
-        return result_from_captures(
+        result = result_from_captures(
             workdir,
             out,
             err,
@@ -326,6 +345,7 @@ class DockerSandbox:
             oom_killed=oom_killed and not timed_out,
             owner=owner,
         )
+        return classify_disk_limit(result, self.disk_limit_mb, watcher)
 
 
 def _attach(container, out: OutputCapture, err: OutputCapture) -> threading.Thread | None:

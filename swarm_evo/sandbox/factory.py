@@ -45,6 +45,7 @@ def make_sandbox(config: RunConfig) -> Sandbox:
             parallel_workers=config.search.parallel_workers,
             num_threads=threads,
             max_output_bytes=cfg.max_output_bytes,
+            disk_limit_mb=cfg.disk_limit_mb,
         )
     return LocalSandbox(
         max_output_bytes=cfg.max_output_bytes,
@@ -53,4 +54,5 @@ def make_sandbox(config: RunConfig) -> Sandbox:
         pids_limit=cfg.pids_limit,
         parallel_workers=config.search.parallel_workers,
         shm_size_mb=cfg.shm_size_mb,
+        disk_limit_mb=cfg.disk_limit_mb,
     )

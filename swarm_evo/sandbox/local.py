@@ -12,7 +12,9 @@ that enforces the timeout and guarantees that nothing the program started outliv
   supplementary groups, no new privileges) in a private mount namespace: its node directory
   is handed over to nobody for the execution (and taken back after), the public data behind
   ``input`` is a read-only bind mount, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are private
-  size-limited tmpfs, ``HOME`` is ``working/.home``. So it can neither delete ``../`` (other
+  size-limited tmpfs, ``HOME`` is ``working/.home``, and every other mount of the host is
+  read-only (world-writable directories such as ``/run/lock`` included), so nothing it writes
+  outside its node directory survives it. So it can neither delete ``../`` (other
   nodes, the journal) nor the public data, nor write anywhere else on the host; directories
   nobody cannot enter (``/root``, ``/tmp/pytest-of-root``) show it only the entries it needs
   (interpreter, node directory, data); the public data itself must be readable by others.
@@ -26,7 +28,9 @@ that enforces the timeout and guarantees that nothing the program started outliv
   libraries reserve count fully against address space: a scikit-learn + LightGBM program
   with 8 threads measured VmSize 1.25 GB, VmData 370 MB, RSS 190 MB), no core dumps, and
   ``oom_score_adj`` 1000 (if the host runs out of memory first, its OOM killer takes the
-  program, reported as ``MemoryError``, not the run process). Note that
+  program, reported as ``MemoryError``, not the run process); ``disk_limit_mb``: no file
+  larger (``RLIMIT_FSIZE``) and no more in the node directory (a watcher stops the program:
+  ``DiskLimitError``, :mod:`swarm_evo.sandbox.disk_limit`). Note that
   ``RLIMIT_NPROC`` is per user and not enforced for root (the fallback below).
 * **Output.** stdout and stderr are pipes read by the run process: each keeps at most
   ``max_log_bytes`` (head, ``[... N bytes truncated ...]``, tail) in ``stdout.txt`` /
@@ -74,6 +78,7 @@ from swarm_evo.sandbox.base import (
     scrub_env,
     take_back_workdir,
 )
+from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,9 @@ class LocalSandbox:
             ``/dev/shm`` tmpfs (root only; they count against host memory, not the limit).
         isolate: run programs as nobody in namespaces when root (default True; False keeps the
             old behaviour: the caller's user, process group and subreaper only).
+        disk_limit_mb: space (MiB) the program may fill in its node directory, and the largest
+            file it may write (``RLIMIT_FSIZE``); past it the program is stopped with
+            ``DiskLimitError`` (:mod:`swarm_evo.sandbox.disk_limit`).
 
     Raises:
         ValueError: ``max_output_bytes`` < 1024.
@@ -150,6 +158,7 @@ class LocalSandbox:
         tmp_size_mb: int = 512,
         shm_size_mb: int = 1024,
         isolate: bool = True,
+        disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -163,6 +172,7 @@ class LocalSandbox:
         self.tmp_size_mb = int(tmp_size_mb)
         self.shm_size_mb = int(shm_size_mb)
         self.isolate = bool(isolate)
+        self.disk_limit_mb = int(disk_limit_mb)
 
     def command(self) -> list[str]:
         """The argv of the program itself (run by the supervisor in the node directory)."""
@@ -217,6 +227,7 @@ class LocalSandbox:
             "namespaces": user is not None,
             "memory_bytes": self.memory_limit_mb * 1024 * 1024,
             "nproc": process_count(uid) + self.pids_limit if uid != 0 else None,
+            "fsize_bytes": self.disk_limit_mb * 1024 * 1024,
             "readonly": [str(Path(public_dir).resolve())] if public_dir is not None else [],
             "tmp_size_mb": self.tmp_size_mb,
             "shm_size_mb": self.shm_size_mb,
@@ -225,6 +236,10 @@ class LocalSandbox:
     def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner) -> ExecutionResult:
         status_r, status_w = os.pipe()
         cfg = self._config(workdir, public_dir, user, timeout, status_w)
+        # Past the disk limit: SIGTERM the supervisor, which ends the whole program tree
+        # (namespace mode: its init is killed; subreaper mode: the wait loop kills the tree).
+        # Made before the program starts: it measures what the directory holds already.
+        watcher = DiskWatcher(workdir, self.disk_limit_mb * 1024 * 1024, on_exceed=lambda: _stop(proc, signal.SIGTERM))
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -247,10 +262,11 @@ class LocalSandbox:
         threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
         backstop = False
         try:
-            report_bytes, backstop = _read_report(status_r, started + timeout + BACKSTOP_SECONDS)
-            if backstop:
-                _stop(proc, signal.SIGKILL)
-            proc.wait()
+            with watcher:
+                report_bytes, backstop = _read_report(status_r, started + timeout + BACKSTOP_SECONDS)
+                if backstop:
+                    _stop(proc, signal.SIGKILL)
+                proc.wait()
         except BaseException:
             # Caller interrupted (KeyboardInterrupt, flow cancellation): never leak processes.
             _stop(proc, signal.SIGTERM)
@@ -267,6 +283,9 @@ class LocalSandbox:
         report = _parse_report(report_bytes)
         if backstop:
             report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": True}
+        elif watcher.tripped and not (report and report.get("status") is not None):
+            # stopped at the disk limit: the namespace supervisor dies without a report
+            report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": False}
         elif report is None or report.get("error"):
             detail = (report or {}).get("error") or f"no report (exit {proc.returncode})"
             raise SandboxError(f"local sandbox failed: {detail}; stderr: {err.data()[-2000:].decode(errors='replace')}")
@@ -276,7 +295,7 @@ class LocalSandbox:
                 log.warning("local sandbox: %s", warning)
         status = report.get("status")
         exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
-        return result_from_captures(
+        result = result_from_captures(
             workdir,
             out,
             err,
@@ -287,6 +306,7 @@ class LocalSandbox:
             max_output_bytes=self.max_output_bytes,
             owner=owner,
         )
+        return classify_disk_limit(result, self.disk_limit_mb, watcher)
 
 
 def _read_report(fd: int, deadline: float) -> tuple[bytes, bool]:

@@ -151,6 +151,12 @@ def plant_fault(code: str, fault: str) -> tuple[str, str]:
     elif fault == "name_error":
         lines = [f"X = X.fillna(FILL_VALUE)  {FAULT_TAG} undefined name"]
         faulty = lines[0]
+    elif fault == "disk_fill":
+        lines = [
+            f"with open('./working/cache.bin', 'wb') as _fh:  {FAULT_TAG} fills the disk",
+            f"    for _ in range(10 * 1024): _fh.write(bytes(1 << 20))  {FAULT_TAG} 10 GB",
+        ]
+        faulty = lines[1]
     elif fault in ("submission_fifo", "submission_dir"):
         make = "_os.mkfifo(_p)" if fault == "submission_fifo" else "_os.mkdir(_p)"
         lines = [

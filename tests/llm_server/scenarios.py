@@ -49,7 +49,7 @@ ReviewShape = Literal[
     "json_bare",        # no tool call: prose, then a bare JSON object
     "think_json",       # <think>...</think> then a fenced JSON object
 ]
-Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir"]
+Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir", "disk_fill"]
 
 CHATTY_BYTES = 2_000_000
 """How much a ``chatty_crash`` program prints before it raises (issue 13: "2 MB")."""
@@ -103,7 +103,7 @@ class Scenario(BaseModel):
     :data:`CHATTY_BYTES` then raises RuntimeError; ``name_error`` uses an undefined name;
     ``submission_fifo`` / ``submission_dir`` leave a FIFO / a directory where the program wrote
     ``submission/submission.csv`` when it exits (issue 18: a hostile program the host must read
-    safely). The debug brain always repairs them (the planted lines carry a ``# stand-in:``
+    safely); ``disk_fill`` writes 10 GB into ``working/``. The debug brain always repairs them (the planted lines carry a ``# stand-in:``
     comment)."""
 
     fast_programs: bool = True
@@ -162,8 +162,9 @@ CHATTY = Scenario(
 
 HOSTILE_SUBMISSION = Scenario(
     name="hostile_submission",
-    description="the first draft leaves a FIFO as its submission.csv, the second a directory",
-    draft_faults={0: "submission_fifo", 1: "submission_dir"},
+    description="the first draft leaves a FIFO as its submission.csv, the second a directory, the third "
+    "writes 10 GB",
+    draft_faults={0: "submission_fifo", 1: "submission_dir", 2: "disk_fill"},
 )
 
 BAD_KEY = Scenario(
