@@ -109,13 +109,15 @@ def test_multiclass_log_loss_one_hot_and_label_answers():
     assert expected == pytest.approx(metrics.log_loss(["A", "C"], probs, labels=classes))
 
 
-def test_multiclass_log_loss_clips_and_renormalises_like_kaggle():
+def test_multiclass_log_loss_takes_probabilities_as_they_are_like_mlebench():
+    """No clipping at 1e-15 or renormalising of our own (MLE-bench passes the rows to
+    scikit-learn, which clips at machine epsilon): a confident wrong row costs -log(eps)."""
     classes = ["A", "B"]
-    sub = pd.DataFrame({"id": [1], "A": [0.0], "B": [1.0005]})
+    sub = pd.DataFrame({"id": [1], "A": [0.0], "B": [1.0]})
     answers = pd.DataFrame({"id": [1], "A": [1], "B": [0]})
     score = get_grader("multi-class-log-loss").score(sub, answers, "id", classes)
-    clipped = np.array([1e-15, 1 - 1e-15])
-    assert score == pytest.approx(-math.log(clipped[0] / clipped.sum()))
+    assert score == pytest.approx(-math.log(np.finfo(float).eps))
+    assert score == pytest.approx(metrics.log_loss([[1, 0]], [[0.0, 1.0]]))
 
 
 def test_regression_metrics_match_sklearn():
@@ -156,9 +158,35 @@ def test_check_format_rows_must_sum_to_one():
     assert "do not sum to 1" in str(err.value) and "row 1 sums to 1.2" in str(err.value)
 
 
-def test_check_format_rows_within_tolerance_pass():
-    sub = pd.DataFrame({"id": [1, 2], "A": [0.5, 0.5004], "B": [0.5, 0.5]})
-    get_grader("multi-class-log-loss").check_format(sub, SAMPLE, "id", ["A", "B"])
+def test_check_format_row_sums_use_mlebenchs_tolerance():
+    """np.isclose(sum, 1, atol=1e-6): 1 + 5e-6 passes, rows rounded to 4 decimals (1.0004) fail."""
+    grader = get_grader("multi-class-log-loss")
+    grader.check_format(pd.DataFrame({"id": [1, 2], "A": [0.5, 0.500005], "B": [0.5, 0.5]}), SAMPLE, "id", ["A", "B"])
+    with pytest.raises(InvalidSubmissionError, match="row 1 sums to 1.0004"):
+        grader.check_format(pd.DataFrame({"id": [1, 2], "A": [0.5, 0.5004], "B": [0.5, 0.5]}), SAMPLE, "id", ["A", "B"])
+
+
+def test_boolean_answers_read_1_0_as_booleans_and_reject_other_labels():
+    answers = frame(range(4), y=[True, False, True, True])
+    sample = frame(range(4), y=[False] * 4)
+    accuracy = get_grader("accuracy")
+    for labels in ([1, 0, 1, 1], [1.0, 0.0, 1.0, 1.0], ["true", "FALSE", "True", "1"]):
+        sub = frame(range(4), y=labels)
+        accuracy.check_format(sub, sample, "id", ["y"])
+        assert accuracy.score(sub, answers, "id", ["y"]) == 1.0
+    bad = frame(range(4), y=["yes", "no", "yes", 2])
+    for check in (lambda: accuracy.check_format(bad, sample, "id", ["y"]),
+                  lambda: accuracy.score(bad, answers, "id", ["y"])):
+        with pytest.raises(InvalidSubmissionError, match=r"label\(s\) \['2', 'no', 'yes'\] outside the answers' labels"):
+            check()
+
+
+def test_extra_columns_are_ignored_except_for_multiclass_log_loss():
+    sample = frame(range(2), y=[0.5, 0.5])
+    get_grader("auc-roc").check_format(frame(range(2), y=[0.1, 0.9]).assign(note="x"), sample, "id", ["y"])
+    with pytest.raises(InvalidSubmissionError, match=r"unexpected column\(s\) \['note'\]"):
+        get_grader("multi-class-log-loss").check_format(
+            pd.DataFrame({"id": [1, 2], "A": [0.5, 0.5], "B": [0.5, 0.5], "note": ["x", "y"]}), SAMPLE, "id", ["A", "B"])
 
 
 def test_check_format_probabilities_in_unit_interval():

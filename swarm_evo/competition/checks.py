@@ -34,6 +34,31 @@ def normalise_label(value: Any) -> str:
     return text
 
 
+BOOLEAN_SPELLINGS: dict[str, str] = {"True": "True", "False": "False", "1": "True", "0": "False"}
+"""Normalised labels read as booleans when the answers are booleans: MLE-bench's
+``accuracy_score`` compares a boolean ``y_true`` with 1/0 and 1.0/0.0 numerically."""
+
+
+def is_boolean_labels(column: pd.Series) -> bool:
+    """True when every non-missing value of ``column`` is a boolean (True/False in any
+    spelling ``normalise_label`` accepts), e.g. spaceship-titanic's ``Transported``."""
+    values = set(column.dropna().map(normalise_label))
+    return bool(values) and values <= {"True", "False"}
+
+
+def boolean_label_errors(column: pd.Series, name: str) -> list[str]:
+    """Labels of a submission column that cannot be read as booleans (the answers are
+    booleans): one message naming them, or []."""
+    labels = column.dropna().map(normalise_label)
+    bad = sorted(set(labels) - set(BOOLEAN_SPELLINGS))
+    if not bad:
+        return []
+    return [
+        f"column '{name}' has label(s) {_show(bad)} outside the answers' labels: the answers are "
+        "True/False (1/0 are read as True/False)"
+    ]
+
+
 def normalise_ids(ids: pd.Series) -> pd.Series:
     """Ids as canonical strings (``normalise_label``), so 7, 7.0 and "7" are the same id."""
     return ids.map(normalise_label)
@@ -50,26 +75,27 @@ def structure_errors(
     sample_submission: pd.DataFrame,
     id_column: str,
     target_columns: list[str],
+    allow_extra: bool = False,
 ) -> list[str]:
     """Human-readable structural problems of ``submission`` (empty list = structurally OK).
 
-    Checks, in order: columns equal the sample's (as a set; order is free), same row count,
-    no duplicated ids, the same id set as the sample, no missing values in any column.
-    Later checks that need a column are skipped when that column is absent.
+    Checks, in order: columns equal the sample's (as a set; order is free; with
+    ``allow_extra``, other columns are ignored as MLE-bench's graders ignore them), same row
+    count, no duplicated ids, the same id set as the sample, no missing values in the id and
+    target columns. Later checks that need a column are skipped when that column is absent.
     """
     errors: list[str] = []
     expected = [id_column, *target_columns]
     missing = [c for c in expected if c not in submission.columns]
-    extra = [c for c in submission.columns if c not in expected]
+    extra = [] if allow_extra else [c for c in submission.columns if c not in expected]
     if missing or extra:
         parts = []
         if missing:
             parts.append(f"missing column(s) {missing}")
         if extra:
             parts.append(f"unexpected column(s) {extra}")
-        errors.append(
-            f"{' and '.join(parts)}; expected exactly the sample submission's columns {expected}"
-        )
+        wanted = "the sample submission's columns" if allow_extra else "exactly the sample submission's columns"
+        errors.append(f"{' and '.join(parts)}; expected {wanted} {expected}")
     if len(submission) != len(sample_submission):
         errors.append(
             f"submission has {len(submission)} rows but the sample submission has "

@@ -6,16 +6,24 @@ one or more target columns (the sample submission's header); rows are aligned by
 
 Kinds of graders:
 - ``label`` (accuracy, micro/macro F1): targets are labels, compared as strings after
-  ``checks.normalise_label`` (True/"True"/"TRUE" are equal; 1.0 equals 1).
+  ``checks.normalise_label`` (True/"True"/"TRUE" are equal; 1.0 equals 1), in the answers'
+  label space: when the answers (and the sample submission) are booleans, 1/0 and 1.0/0.0 are
+  read as True/False, as MLE-bench's ``accuracy_score`` on a boolean ``y_true`` compares them,
+  and any other label ("yes") is rejected, naming it (MLE-bench's scikit-learn call fails on
+  mixed label types: invalid there too).
 - ``probability`` (auc-roc, binary log-loss): each target column is P(label is positive);
   values must be numbers in [0, 1]; answers are 0/1 or booleans.
-- ``multiclass_probability`` (multi-class-log-loss): one column per class, rows must sum
-  to 1 (tolerance 1e-3); like Kaggle, probabilities are clipped to [1e-15, 1-1e-15] and
-  rows renormalised before ``sklearn.metrics.log_loss``. Answers are one-hot over the same
+- ``multiclass_probability`` (multi-class-log-loss): exactly one column per class besides the
+  id (no extra column), values in [0, 1], rows summing to 1 as MLE-bench checks it
+  (``np.isclose(sum, 1, atol=1e-6)``, spooky-author-identification's ``grade.py``); the
+  probabilities go to ``sklearn.metrics.log_loss`` as they are (no clipping or renormalising
+  of our own: scikit-learn clips at machine epsilon). Answers are one-hot over the same
   columns, or a single label column.
 - ``regression`` (RMSE, RMSLE, MAE): numeric targets; RMSLE needs non-negative values.
 With several target columns, the metric is averaged over columns (sklearn's
-``multioutput="uniform_average"`` for regression; per-column mean otherwise).
+``multioutput="uniform_average"`` for regression; per-column mean otherwise). Columns besides
+the id and the targets are ignored, as MLE-bench's graders ignore them, except for
+multi-class log loss (MLE-bench checks the submission's shape there).
 """
 
 from __future__ import annotations
@@ -27,13 +35,24 @@ import numpy as np
 import pandas as pd
 from sklearn import metrics
 
-from .checks import normalise_ids, normalise_label, numeric_frame, structure_errors
+from .checks import (
+    BOOLEAN_SPELLINGS,
+    boolean_label_errors,
+    is_boolean_labels,
+    normalise_ids,
+    normalise_label,
+    numeric_frame,
+    structure_errors,
+)
 from .errors import CompetitionError, InvalidSubmissionError
 
 GraderKind = Literal["label", "probability", "multiclass_probability", "regression"]
 
 PROBA_CLIP = 1e-15
-ROW_SUM_TOLERANCE = 1e-3
+"""Clipping of binary probabilities (log-loss, auc-roc graders)."""
+ROW_SUM_ATOL = 1e-6
+"""``np.isclose(row_sum, 1, atol=ROW_SUM_ATOL)`` (default rtol 1e-5): MLE-bench's tolerance
+for rows of class probabilities (spooky-author-identification ``grade.py``)."""
 
 
 @dataclass(frozen=True)
@@ -72,16 +91,29 @@ class Grader:
         (numbers, [0, 1] range, rows summing to 1, non-negativity). The message lists
         every problem found, separated by "; ".
         """
-        errors = structure_errors(submission, sample_submission, id_column, target_columns)
+        errors = structure_errors(submission, sample_submission, id_column, target_columns,
+                                  allow_extra=self.allows_extra_columns)
         if errors:
             raise InvalidSubmissionError("; ".join(errors))
-        errors = self._value_errors(submission, target_columns)
+        errors = self._value_errors(submission, sample_submission, target_columns)
         if errors:
             raise InvalidSubmissionError("; ".join(errors))
 
-    def _value_errors(self, submission: pd.DataFrame, target_columns: list[str]) -> list[str]:
+    @property
+    def allows_extra_columns(self) -> bool:
+        """Whether columns besides the id and targets are ignored (True) or rejected: MLE-bench
+        ignores them except where it checks the shape (multi-class log loss)."""
+        return self.kind != "multiclass_probability"
+
+    def _value_errors(
+        self, submission: pd.DataFrame, sample_submission: pd.DataFrame, target_columns: list[str]
+    ) -> list[str]:
         if self.kind == "label":
-            return []
+            return [
+                err for c in target_columns
+                if is_boolean_labels(sample_submission[c])
+                for err in boolean_label_errors(submission[c], c)
+            ]
         values, errors = numeric_frame(submission, target_columns)
         if errors:
             return errors
@@ -101,13 +133,14 @@ class Grader:
                     f"{self.name} needs one probability column per class, got {target_columns}"
                 )
             sums = values.sum(axis=1)
-            off = (sums - 1.0).abs() > ROW_SUM_TOLERANCE
+            off = ~np.isclose(sums.to_numpy(), 1.0, atol=ROW_SUM_ATOL)
             if off.any():
-                first = int(np.flatnonzero(off.to_numpy())[0])
+                first = int(np.flatnonzero(off)[0])
                 errors.append(
                     f"{int(off.sum())} row(s) of probabilities over {target_columns} do not sum "
-                    f"to 1 (tolerance {ROW_SUM_TOLERANCE}); e.g. row {first} sums to "
-                    f"{float(sums.iloc[first]):.6g}"
+                    f"to 1 (MLE-bench's tolerance: about {ROW_SUM_ATOL:g} + 1e-5); e.g. row {first} "
+                    f"sums to {float(sums.iloc[first]):.9g}: write unrounded probabilities, or "
+                    "divide each row by its sum"
                 )
         if self.non_negative:
             negative = (values < 0).sum()
@@ -145,14 +178,15 @@ class Grader:
                 f"(answers columns: {list(ans.columns)})"
             )
         if self.kind == "label":
-            per_column = [
-                self.metric(
-                    ans[c].map(normalise_label).to_numpy(),
-                    sub[c].map(normalise_label).to_numpy(),
-                    **kwargs,
-                )
-                for c in target_columns
-            ]
+            per_column = []
+            for c in target_columns:
+                truth, pred = ans[c].map(normalise_label), sub[c].map(normalise_label)
+                if is_boolean_labels(ans[c]):
+                    errors = boolean_label_errors(sub[c], c)
+                    if errors:
+                        raise InvalidSubmissionError("; ".join(errors))
+                    pred = pred.map(BOOLEAN_SPELLINGS)
+                per_column.append(self.metric(truth.to_numpy(), pred.to_numpy(), **kwargs))
             return float(np.mean(per_column))
         pred, errors = numeric_frame(sub, target_columns)
         if errors:
@@ -194,9 +228,7 @@ class Grader:
             unknown = sorted(set(y_true) - set(target_columns))
             if unknown:
                 raise CompetitionError(f"answer labels {unknown} are not classes {target_columns}")
-        probs = pred.to_numpy().clip(PROBA_CLIP, 1 - PROBA_CLIP)
-        probs = probs / probs.sum(axis=1, keepdims=True)
-        return float(self.metric(y_true, probs, labels=list(target_columns), **kwargs))
+        return float(self.metric(y_true, pred.to_numpy(), labels=list(target_columns), **kwargs))
 
 
 def _align(submission: pd.DataFrame, answers: pd.DataFrame, id_column: str):

@@ -58,7 +58,8 @@ def validate_submission(submission_path: Path, competition: Competition) -> list
             f"{competition.sample_submission_path}: cannot read sample submission ({exc})"
         ) from exc
     errors = structure_errors(
-        submission, sample, competition.id_column, competition.target_columns
+        submission, sample, competition.id_column, competition.target_columns,
+        allow_extra=competition.grader.allows_extra_columns,
     )
     if errors:
         return errors

@@ -1,0 +1,134 @@
+"""Grading equal to MLE-bench's, submission by submission (issue 14, part 1).
+
+Each case is a submission file built from the competition's real prepared answers; MLE-bench's
+own grading logic (``tests/mlebench_reference``: its ``grade.py`` and ``Grader.__call__``, read
+back with its ``read_csv``) says whether it is valid and what it scores, and ``swarm-evo``'s
+``grade_submission`` (the path every run and ``swarm-evo grade`` take) must say the same:
+both invalid, or both valid with the same score (5 decimals, as MLE-bench rounds).
+
+Run with ``-s`` to print the comparison table (submission -> MLE-bench -> ours).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlebench_reference import mlebench_score
+from swarm_evo.competition import grade_submission, load_competition
+
+TABLE: list[tuple[str, str, str, str]] = []
+
+Case = Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
+"""(answers, sample submission) -> the submission to write."""
+
+
+def _spaceship_labels(values: Callable[[pd.Series], pd.Series]) -> Case:
+    def make(answers: pd.DataFrame, sample: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"PassengerId": answers["PassengerId"], "Transported": values(answers["Transported"])})
+
+    return make
+
+
+def _random_bits(n: int) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 2, n)
+
+
+SPACESHIP: dict[str, Case] = {
+    "the sample (all False)": lambda a, s: s,
+    "perfect, True/False": _spaceship_labels(lambda t: t),
+    "perfect, 1/0": _spaceship_labels(lambda t: t.astype(int)),
+    "perfect, 1.0/0.0": _spaceship_labels(lambda t: t.astype(float)),
+    "perfect, true/false (lower case)": _spaceship_labels(lambda t: t.map({True: "true", False: "false"})),
+    "random, 1/0": _spaceship_labels(lambda t: _random_bits(len(t))),
+    "random, True/False": _spaceship_labels(lambda t: _random_bits(len(t)).astype(bool)),
+    "yes/no": _spaceship_labels(lambda t: t.map({True: "yes", False: "no"})),
+    "perfect, an extra column": lambda a, s: a[["PassengerId", "Transported"]].assign(Extra=1),
+    "perfect, columns swapped": lambda a, s: a[["Transported", "PassengerId"]],
+    "perfect, rows shuffled": lambda a, s: a[["PassengerId", "Transported"]].sample(frac=1, random_state=1),
+    "NaN in 3 rows": _spaceship_labels(lambda t: t.astype(object).where(np.arange(len(t)) >= 3, None)),
+    "10 rows missing": lambda a, s: a[["PassengerId", "Transported"]].iloc[10:],
+    "wrong ids": lambda a, s: a[["PassengerId", "Transported"]].assign(PassengerId=lambda d: d["PassengerId"] + "x"),
+    "no Transported column": lambda a, s: a[["PassengerId"]],
+}
+
+
+def _spooky_probs(make: Callable[[np.ndarray], np.ndarray]) -> Case:
+    def build(answers: pd.DataFrame, sample: pd.DataFrame) -> pd.DataFrame:
+        onehot = answers[["EAP", "HPL", "MWS"]].to_numpy(dtype=float)
+        out = pd.DataFrame(make(onehot), columns=["EAP", "HPL", "MWS"])
+        out.insert(0, "id", answers["id"].to_numpy())
+        return out
+
+    return build
+
+
+def _confident(onehot: np.ndarray) -> np.ndarray:
+    return 0.1 + 0.7 * onehot  # 0.8 on the true class, 0.1 elsewhere
+
+
+def _wrong_rows(onehot: np.ndarray, n: int = 50) -> np.ndarray:
+    out = onehot.copy()
+    out[:n] = np.roll(onehot[:n], 1, axis=1)  # one-hot on a wrong class
+    return out
+
+
+def _softmax(onehot: np.ndarray) -> np.ndarray:
+    logits = np.random.default_rng(0).normal(size=onehot.shape) + 2 * onehot
+    exp = np.exp(logits)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+SPOOKY: dict[str, Case] = {
+    "the sample (1/3 each)": lambda a, s: s,
+    "confident, 0.8/0.1/0.1": _spooky_probs(_confident),
+    "one-hot, perfect": _spooky_probs(lambda o: o),
+    "one-hot, 50 rows wrong": _spooky_probs(_wrong_rows),
+    "softmax probabilities": _spooky_probs(_softmax),
+    "softmax rounded to 4 decimals": _spooky_probs(lambda o: np.round(_softmax(o), 4)),
+    "rows summing to 1 + 5e-6": _spooky_probs(lambda o: _confident(o) + np.array([5e-6, 0, 0])),
+    "rows summing to 1.01": _spooky_probs(lambda o: _confident(o) + np.array([0.01, 0, 0])),
+    "a negative probability": _spooky_probs(lambda o: _confident(o) + np.array([-0.2, 0.1, 0.1])),
+    "an extra column": lambda a, s: _spooky_probs(_confident)(a, s).assign(extra=0.0),
+    "columns in another order": lambda a, s: _spooky_probs(_confident)(a, s)[["id", "MWS", "EAP", "HPL"]],
+    "10 rows missing": lambda a, s: _spooky_probs(_confident)(a, s).iloc[10:],
+}
+
+CASES = [("spaceship-titanic", name, make) for name, make in SPACESHIP.items()] + [
+    ("spooky-author-identification", name, make) for name, make in SPOOKY.items()
+]
+
+
+@pytest.mark.parametrize(("competition_id", "name", "make"), CASES, ids=[f"{c}: {n}" for c, n, _ in CASES])
+def test_grade_equals_mlebench(data_dir, tmp_path, competition_id: str, name: str, make: Case):
+    competition = load_competition(competition_id, data_dir)
+    answers = pd.read_csv(competition.answers_path, float_precision="round_trip")
+    sample = pd.read_csv(competition.sample_submission_path, float_precision="round_trip")
+    path = tmp_path / "submission.csv"
+    make(answers, sample).to_csv(path, index=False)
+
+    submission = pd.read_csv(path, float_precision="round_trip")  # mlebench.utils.read_csv
+    expected = mlebench_score(competition_id, submission, answers)
+    report = grade_submission(path, competition)
+    ours = report.score if report.valid_submission else None
+    TABLE.append((competition_id, name, _show(expected), _show(ours) + ("" if ours is not None else f" ({report.error})")))
+    if expected is None:
+        assert ours is None, f"MLE-bench rejects it; we scored {ours}"
+        assert report.error, "an invalid submission says why"
+    else:
+        assert ours is not None, f"MLE-bench scores {expected}; we rejected it: {report.error}"
+        assert ours == pytest.approx(expected, abs=1e-9), (ours, expected)
+
+
+def _show(score: float | None) -> str:
+    return "invalid" if score is None else f"{score:.5f}"
+
+
+def test_zz_print_the_table():  # runs last in this module: the comparison table (-s)
+    print("\n| competition | submission | MLE-bench | swarm-evo |\n|---|---|---|---|")
+    for row in TABLE:
+        print("| " + " | ".join(row) + " |")
