@@ -78,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--competition-id", required=True)
     g.add_argument("--data-dir", type=Path, required=True)
     g.add_argument("submission", type=Path)
+    g.add_argument("--jsonl", action="store_true",
+                   help="print the report as one JSON line (MLE-bench's CompetitionReport.to_dict shape)")
 
     from swarm_evo.eval_cli import add_eval_parser
 
@@ -109,7 +111,7 @@ def _grade(args) -> int:
     competition = load_competition(args.competition_id, args.data_dir)
     # the user's own file: a link to it is fine (program files are read without following links)
     report = grade_submission(Path(args.submission).resolve(), competition)
-    print(report.model_dump_json(indent=2))
+    print(report.to_json(indent=None if args.jsonl else 2))
     return 0
 
 

@@ -132,3 +132,41 @@ def test_zz_print_the_table():  # runs last in this module: the comparison table
     print("\n| competition | submission | MLE-bench | swarm-evo |\n|---|---|---|---|")
     for row in TABLE:
         print("| " + " | ".join(row) + " |")
+
+
+# ------------------------------------------------------------- reports MLE-bench can load
+
+
+def test_reports_load_with_mlebenchs_from_dict(data_dir, tmp_path, capsys):
+    """``grade_report.json``-style JSON and ``swarm-evo grade --jsonl`` load with MLE-bench's
+    ``CompetitionReport.from_dict``, with thresholds absent (no leaderboard: NaN, read back as
+    None here) and present (a leaderboard.csv)."""
+    import json
+
+    from mlebench_reference import competition_report_from_dict
+    from swarm_evo.cli import main as cli_main
+    from swarm_evo.competition import CompetitionReport
+
+    competition = load_competition("spaceship-titanic", data_dir)
+    answers = pd.read_csv(competition.answers_path)
+    path = tmp_path / "submission.csv"
+    answers[["PassengerId", "Transported"]].to_csv(path, index=False)
+
+    absent = grade_submission(path, competition)
+    assert absent.gold_threshold is None
+    loaded = competition_report_from_dict(json.loads(absent.to_json(indent=2)))
+    assert loaded["score"] == 1.0 and np.isnan(loaded["gold_threshold"]) and loaded["valid_submission"]
+    assert CompetitionReport.model_validate(json.loads(absent.to_json())).gold_threshold is None
+
+    leaderboard = tmp_path / "leaderboard.csv"
+    pd.DataFrame({"teamName": [f"t{i}" for i in range(20)], "score": np.linspace(0.9, 0.5, 20)}).to_csv(
+        leaderboard, index=False)
+    present = grade_submission(path, competition.model_copy(update={"leaderboard_path": leaderboard}))
+    loaded = competition_report_from_dict(json.loads(present.to_json()))
+    assert loaded["gold_threshold"] == present.gold_threshold and loaded["gold_medal"] is True
+
+    assert cli_main(["grade", "--competition-id", "spaceship-titanic", "--data-dir", str(data_dir),
+                     str(path), "--jsonl"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert len(out.splitlines()) == 1
+    assert competition_report_from_dict(json.loads(out))["valid_submission"] is True

@@ -4,15 +4,22 @@
 CompetitionReport`` plus ``error``. Thresholds come from ``<data_dir>/<id>/leaderboard.csv``
 when present (rules in ``leaderboard.py``), else they are None and no medal is awarded.
 Like MLE-bench, the score is rounded to 5 decimals.
+
+Written reports (``grade_report.json``, the sweep's ``grading_reports.jsonl``, ``swarm-evo
+grade --jsonl``) load with MLE-bench's ``CompetitionReport.from_dict``: it calls ``float()`` on
+every threshold, so absent thresholds are written as ``NaN`` (Python's ``json`` writes and
+reads that literal) and read back as None.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import CompetitionError, InvalidSubmissionError
 from .leaderboard import load_leaderboard_scores, medal_thresholds, rank_score
@@ -20,6 +27,7 @@ from .model import Competition
 from .submission import read_submission, validate_submission
 
 SCORE_DECIMALS = 5
+THRESHOLD_FIELDS = ("gold_threshold", "silver_threshold", "bronze_threshold", "median_threshold")
 
 
 class CompetitionReport(BaseModel):
@@ -45,9 +53,23 @@ class CompetitionReport(BaseModel):
     submission_path: str
     error: str | None = None
 
+    @field_validator(*THRESHOLD_FIELDS, mode="before")
+    @classmethod
+    def _nan_is_absent(cls, value: object) -> object:
+        return None if isinstance(value, float) and math.isnan(value) else value
+
     def to_dict(self) -> dict:
-        """JSON-compatible dict (``created_at`` as ISO-8601 string), as MLE-bench's to_dict."""
-        return self.model_dump(mode="json")
+        """The dict MLE-bench's ``CompetitionReport.to_dict`` gives (``created_at`` as ISO-8601,
+        absent thresholds as ``float("nan")``, which ``from_dict`` loads) plus ``error``."""
+        data = self.model_dump(mode="json")
+        for name in THRESHOLD_FIELDS:
+            if data[name] is None:
+                data[name] = math.nan
+        return data
+
+    def to_json(self, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON (one line unless ``indent``; ``NaN`` for absent thresholds)."""
+        return json.dumps(self.to_dict(), indent=indent)
 
 
 def grade_submission(submission_path: Path, competition: Competition) -> CompetitionReport:

@@ -149,5 +149,5 @@ class CompetitionObjective:
         if best is not None:
             self.publish_best(run_dir, best)
         report = grade_submission(target, self.competition)
-        atomic_write_text(run_dir / "grade_report.json", report.model_dump_json(indent=2))
+        atomic_write_text(run_dir / "grade_report.json", report.to_json(indent=2))
         return report

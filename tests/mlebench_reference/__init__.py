@@ -4,12 +4,12 @@ Copied verbatim (function bodies) from github.com/openai/mle-bench at commit
 783b15af77404fbaffe7255b0c4a934b46153389 (MIT License, Copyright (c) 2024 OpenAI):
 ``mlebench/competitions/utils.py`` (``prepare_for_accuracy_metric``,
 ``one_hot_dfs_to_log_loss_inputs``, ``is_one_hot_encoded``), the ``grade.py`` of
-spaceship-titanic and spooky-author-identification, and ``Grader.__call__`` of
-``mlebench/grade_helpers.py`` (an InvalidSubmissionError or any other exception makes the
+spaceship-titanic and spooky-author-identification, ``Grader.__call__`` and
+``CompetitionReport.from_dict`` of ``mlebench/grade_helpers.py`` (an InvalidSubmissionError or any other exception makes the
 submission invalid, the score is rounded to 5 decimals). Only imports and logging were
 adapted. The tests cannot fetch MLE-bench (no network), so its logic lives here.
 """
 
-from .reference import GRADE_FUNCTIONS, InvalidSubmissionError, mlebench_score
+from .reference import GRADE_FUNCTIONS, InvalidSubmissionError, competition_report_from_dict, mlebench_score
 
-__all__ = ["GRADE_FUNCTIONS", "InvalidSubmissionError", "mlebench_score"]
+__all__ = ["GRADE_FUNCTIONS", "InvalidSubmissionError", "competition_report_from_dict", "mlebench_score"]

@@ -154,3 +154,33 @@ def mlebench_score(competition_id: str, submission: pd.DataFrame, answers: pd.Da
     except Exception:  # noqa: BLE001 - exactly as MLE-bench's Grader.__call__
         return None
     return round(score, 5)
+
+
+# -------------------------------------------- mlebench/grade_helpers.py CompetitionReport.from_dict
+
+
+def competition_report_from_dict(data: dict) -> dict:
+    """``CompetitionReport.from_dict``'s typed fields (the dataclass itself only stores them):
+    raises exactly where MLE-bench's would (``float(None)`` for an absent threshold, a missing
+    key, a bad ``created_at``)."""
+    from datetime import datetime
+
+    data = data.copy()
+    return {
+        "competition_id": data["competition_id"],
+        "score": float(data["score"]) if data["score"] is not None else None,
+        "gold_threshold": float(data["gold_threshold"]),
+        "silver_threshold": float(data["silver_threshold"]),
+        "bronze_threshold": float(data["bronze_threshold"]),
+        "median_threshold": float(data["median_threshold"]),
+        "any_medal": bool(data["any_medal"]),
+        "gold_medal": bool(data["gold_medal"]),
+        "silver_medal": bool(data["silver_medal"]),
+        "bronze_medal": bool(data["bronze_medal"]),
+        "above_median": bool(data["above_median"]),
+        "submission_exists": bool(data["submission_exists"]),
+        "valid_submission": bool(data["valid_submission"]),
+        "is_lower_better": bool(data["is_lower_better"]),
+        "created_at": datetime.fromisoformat(data["created_at"]),
+        "submission_path": data["submission_path"],
+    }
