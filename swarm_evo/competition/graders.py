@@ -19,7 +19,12 @@ Kinds of graders:
   probabilities go to ``sklearn.metrics.log_loss`` as they are (no clipping or renormalising
   of our own: scikit-learn clips at machine epsilon). Answers are one-hot over the same
   columns, or a single label column.
+- ``ordinal`` (quadratic-weighted-kappa): integer grades, ``sklearn.metrics.cohen_kappa_score(
+  y_pred, y_true, weights="quadratic")`` as aptos2019-blindness-detection's ``grade.py``.
 - ``regression`` (RMSE, RMSLE, MAE): numeric targets; RMSLE needs non-negative values.
+- The column-wise ROC AUC (jigsaw-toxic-comment-classification-challenge,
+  plant-pathology-2020-fgvc7) is the ``probability`` kind over several columns, averaged, and
+  skips answer rows marked -1 in every column (jigsaw's unscored test rows), as MLE-bench does.
 With several target columns, the metric is averaged over columns (sklearn's
 ``multioutput="uniform_average"`` for regression; per-column mean otherwise). Columns besides
 the id and the targets are ignored, as MLE-bench's graders ignore them, except for
@@ -28,7 +33,7 @@ multi-class log loss (MLE-bench checks the submission's shape there).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Literal
 
 import numpy as np
@@ -46,7 +51,7 @@ from .checks import (
 )
 from .errors import CompetitionError, InvalidSubmissionError
 
-GraderKind = Literal["label", "probability", "multiclass_probability", "regression"]
+GraderKind = Literal["label", "ordinal", "probability", "multiclass_probability", "regression"]
 
 PROBA_CLIP = 1e-15
 """Clipping of binary probabilities (log-loss, auc-roc graders)."""
@@ -66,6 +71,8 @@ class Grader:
         metric: ``sklearn.metrics`` function ``(y_true, y_pred, **kw) -> float``.
         metric_kwargs: extra keyword arguments for ``metric`` (e.g. ``average="macro"``).
         non_negative: predictions must be >= 0 (RMSLE).
+        skip_marked_rows: answer rows whose targets sum below 0 (marked -1) are not scored
+            (jigsaw's ``grade.py``).
     """
 
     name: str
@@ -74,6 +81,7 @@ class Grader:
     metric: Callable[..., float] = field(repr=False, compare=False)
     metric_kwargs: tuple[tuple[str, object], ...] = ()
     non_negative: bool = False
+    skip_marked_rows: bool = False
 
     # ------------------------------------------------------------------ checks
     def check_format(
@@ -191,7 +199,19 @@ class Grader:
         pred, errors = numeric_frame(sub, target_columns)
         if errors:
             raise InvalidSubmissionError("; ".join(errors))
+        if self.kind == "ordinal":
+            truth, errors = numeric_frame(ans, target_columns)
+            if errors:
+                raise CompetitionError("answers: " + "; ".join(errors))
+            return float(np.mean([self.metric(pred[c].to_numpy(), truth[c].to_numpy(), **kwargs)
+                                  for c in target_columns]))
         if self.kind == "probability":
+            if self.skip_marked_rows:
+                truth, errors = numeric_frame(ans, target_columns)
+                if errors:
+                    raise CompetitionError("answers: " + "; ".join(errors))
+                keep = truth.sum(axis=1) >= 0
+                ans, pred = ans[keep], pred[keep]
             per_column = []
             for c in target_columns:
                 y_true = _binary_truth(ans[c], c)
@@ -260,8 +280,8 @@ def _binary_truth(column: pd.Series, name: str) -> np.ndarray:
     return labels.map(mapping).to_numpy(dtype=int)
 
 
-def _make(name, lower, kind, metric, non_negative=False, **kwargs) -> Grader:
-    return Grader(name, lower, kind, metric, tuple(sorted(kwargs.items())), non_negative)
+def _make(name, lower, kind, metric, non_negative=False, skip_marked_rows=False, **kwargs) -> Grader:
+    return Grader(name, lower, kind, metric, tuple(sorted(kwargs.items())), non_negative, skip_marked_rows)
 
 
 GRADERS: dict[str, Grader] = {
@@ -284,15 +304,31 @@ GRADERS: dict[str, Grader] = {
         _make("mean-absolute-error", True, "regression", metrics.mean_absolute_error),
         _make("mean-squared-error", True, "regression", metrics.mean_squared_error),
         _make("r2-score", False, "regression", metrics.r2_score),
+        _make("quadratic-weighted-kappa", False, "ordinal", metrics.cohen_kappa_score, weights="quadratic"),
+        _make("mean-column-wise-roc-auc", False, "probability", metrics.roc_auc_score, skip_marked_rows=True),
     )
 }
 
+ALIASES: dict[str, str] = {
+    "root_mean_squared_error": "root-mean-squared-error",  # denoising-dirty-documents
+    "multi-class-classification-accuracy": "accuracy",  # tabular-playground-series-dec-2021
+    "mean-column-wise-rmsle": "root-mean-squared-log-error",  # nomad2018 (mean of per-column RMSLE)
+    "column-wise ROC AUC": "mean-column-wise-roc-auc",  # jigsaw-toxic-comment-classification-challenge
+    "column-wise": "mean-column-wise-roc-auc",
+}
+"""Other spellings MLE-bench's ``config.yaml`` files use for the same metric (MLE-bench lite).
+A multi-column regression grader averages the per-column errors (sklearn's
+``multioutput="uniform_average"`` takes the root per column), as nomad2018's ``grade.py``."""
+
 
 def get_grader(name: str) -> Grader:
-    """The grader called ``name`` (MLE-bench grader name); ``CompetitionError`` if unknown."""
+    """The grader called ``name`` (MLE-bench grader name or one of its :data:`ALIASES`; the
+    grader then carries that name); ``CompetitionError`` if unknown."""
+    if name in ALIASES:
+        return replace(GRADERS[ALIASES[name]], name=name)
     try:
         return GRADERS[name]
     except KeyError:
         raise CompetitionError(
-            f"unknown grader name {name!r}: known graders are {sorted(GRADERS)}"
+            f"unknown grader name {name!r}: known graders are {sorted([*GRADERS, *ALIASES])}"
         ) from None

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 from numpy import ndarray
 from scipy.special import softmax
-from sklearn.metrics import accuracy_score, log_loss
+from sklearn import metrics
+from sklearn.metrics import accuracy_score, cohen_kappa_score, log_loss, roc_auc_score, root_mean_squared_error
 
 
 class InvalidSubmissionError(Exception):
@@ -137,9 +138,117 @@ def grade_spooky_author_identification(submission: pd.DataFrame, answers: pd.Dat
     return log_loss(**log_loss_inputs)
 
 
+# ------------------------------------- mlebench/competitions/aptos2019-blindness-detection/grade.py
+
+
+def grade_aptos2019(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    target_column = "diagnosis"
+    if target_column not in submission.columns:
+        raise InvalidSubmissionError(f"Submission must contain the target column '{target_column}'")
+    assert target_column in answers.columns
+    if submission.empty:
+        raise InvalidSubmissionError("Submission DataFrame should not be empty")
+    assert not answers.empty
+    if set(submission["id_code"]) != set(answers["id_code"]):
+        raise InvalidSubmissionError("Submission must have the same id_codes as answers")
+    submission_sorted = submission.sort_values(by="id_code")
+    answers_sorted = answers.sort_values(by="id_code")
+    y_pred = submission_sorted[target_column].values
+    y_true = answers_sorted[target_column].values
+    return cohen_kappa_score(y_pred, y_true, weights="quadratic")
+
+
+# ---------------------------------------- mlebench/competitions/denoising-dirty-documents/grade.py
+
+
+def grade_denoising(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    assert "id" in answers.columns and "value" in answers.columns
+    if "id" not in submission.columns:
+        raise InvalidSubmissionError("Submission must have an 'id' column.")
+    if "value" not in submission.columns:
+        raise InvalidSubmissionError("Submission must have a 'value' column.")
+    try:
+        submission["value"].astype(float)
+    except ValueError:
+        raise InvalidSubmissionError("Submission must have float values in the 'value' column.")
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError("Expected the submission to have as many rows as the answers.")
+    submission_sorted = submission.sort_values(by="id").sort_index(axis=1)
+    answers_sorted = answers.sort_values(by="id").sort_index(axis=1)
+    if (submission_sorted["id"].values != answers_sorted["id"].values).any():
+        raise InvalidSubmissionError("Expected the submission to have the same 'id' values as the answers.")
+    return root_mean_squared_error(y_true=submission_sorted["value"], y_pred=answers_sorted["value"])
+
+
+# ------------------------- mlebench/competitions/jigsaw-toxic-comment-classification-challenge/grade.py
+
+JIGSAW_CLASSES = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+
+
+def grade_jigsaw(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    classes_set = set(JIGSAW_CLASSES)
+    if "id" not in submission.columns:
+        raise InvalidSubmissionError("Submission is missing the column: id")
+    if not classes_set.issubset(set(submission.columns)):
+        raise InvalidSubmissionError("Submission is missing class columns")
+    assert len(submission) == len(answers), "Submission and answers have different lengths"
+    submission = submission.set_index("id").sort_index()
+    answers = answers.set_index("id").sort_index()
+    keep_mask = answers[JIGSAW_CLASSES].sum(axis=1) >= 0
+    answers = answers[keep_mask]
+    submission = submission[keep_mask]
+    return roc_auc_score(y_score=submission.to_numpy(), y_true=answers.to_numpy(), average="macro")
+
+
+# ------------------------------ mlebench/competitions/nomad2018-predict-transparent-conductors/grade.py
+
+
+def grade_nomad2018(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    for column in ("formation_energy_ev_natom", "bandgap_energy_ev"):
+        assert column in answers.columns
+        if column not in submission.columns:
+            raise InvalidSubmissionError(f"Expected '{column}' column in submission")
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError(f"Expected {len(answers)} rows in submission, got {len(submission)}")
+    return (
+        metrics.root_mean_squared_log_error(answers["formation_energy_ev_natom"], submission["formation_energy_ev_natom"])
+        + metrics.root_mean_squared_log_error(answers["bandgap_energy_ev"], submission["bandgap_energy_ev"])
+    ) / 2
+
+
+# ---------------------------------------- mlebench/competitions/plant-pathology-2020-fgvc7/grade.py
+
+
+def grade_plant_pathology(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    expected = ["image_id", "healthy", "multiple_diseases", "rust", "scab"]
+    assert set(answers.columns) == set(expected)
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError(f"Expected submission to have {len(answers)} rows")
+    if set(submission.columns) != set(expected):
+        raise InvalidSubmissionError(f"Expected submission to have columns {expected}")
+    submission_sorted = submission.sort_values(by="image_id").reset_index(drop=True)
+    answers_sorted = answers.sort_values(by="image_id").reset_index(drop=True)
+    if not all(submission_sorted["image_id"] == answers_sorted["image_id"]):
+        raise InvalidSubmissionError("Submission and answers DataFrames must have matching 'image_id' columns.")
+    return np.mean([roc_auc_score(y_true=answers_sorted[c], y_score=submission_sorted[c]) for c in expected[1:]])
+
+
+# ------------------------------- mlebench/competitions/tabular-playground-series-dec-2021/grade.py
+
+
+def grade_tabular_dec_2021(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    return accuracy_score(**prepare_for_accuracy_metric(submission, answers, target_column="Cover_Type", id_column="Id"))
+
+
 GRADE_FUNCTIONS: dict[str, Callable[[pd.DataFrame, pd.DataFrame], float]] = {
     "spaceship-titanic": grade_spaceship_titanic,
     "spooky-author-identification": grade_spooky_author_identification,
+    "aptos2019-blindness-detection": grade_aptos2019,
+    "denoising-dirty-documents": grade_denoising,
+    "jigsaw-toxic-comment-classification-challenge": grade_jigsaw,
+    "nomad2018-predict-transparent-conductors": grade_nomad2018,
+    "plant-pathology-2020-fgvc7": grade_plant_pathology,
+    "tabular-playground-series-dec-2021": grade_tabular_dec_2021,
 }
 
 
