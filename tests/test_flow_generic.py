@@ -48,3 +48,68 @@ def test_generic_competition_runs_and_grades(prefect_server, tmp_path):
     assert report["competition_id"] == "my-wine"
     assert report["valid_submission"] is True and report["is_lower_better"] is True
     assert report["score"] == summary["grade_report"]["score"]
+
+
+def _insults_layout(root, cid: str) -> None:
+    """A synthetic competition in detecting-insults-in-social-commentary's real layout (MLE-bench
+    ``prepare.py``): train ``Insult,Date,Comment``; test ``Date,Comment``; the sample submission
+    ``sample_submission_null.csv`` with ``Insult,Date,Comment``; the id column is ``Comment``
+    (not first), the target ``Insult``, and ``Date`` is neither."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    kind = {
+        0: ["thanks a lot for sharing this with all of us here", "that is a great point and i fully agree",
+            "nice work on this article, very well written"],
+        1: ["you are an idiot and nobody wants to read this", "shut up you stupid moron, what a loser",
+            "what a dumb idea from a complete idiot like you"],
+    }
+
+    def make(n: int, start: int) -> pd.DataFrame:
+        y = rng.integers(0, 2, n)
+        comments = [f'"{kind[int(t)][rng.integers(0, 3)]} (comment {i})"' for i, t in enumerate(y, start)]
+        dates = [f"2012{rng.integers(1, 13):02d}{rng.integers(1, 28):02d}120000Z" if rng.random() < 0.8 else None
+                 for _ in range(n)]
+        return pd.DataFrame({"Insult": y, "Date": dates, "Comment": comments})
+
+    public, private = root / cid / "prepared" / "public", root / cid / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    train, test = make(240, 0), make(80, 1000)
+    train.to_csv(public / "train.csv", index=False)
+    test.drop(columns="Insult").to_csv(public / "test.csv", index=False)
+    test.assign(Insult=0).to_csv(public / "sample_submission_null.csv", index=False)
+    test.to_csv(private / "test.csv", index=False)
+    (public / "description.md").write_text("# Detecting insults\n\nPredict whether a comment is an insult (AUC).\n")
+    (root / cid / "config.yaml").write_text(yaml.safe_dump({
+        "id": cid, "name": "Detecting Insults in Social Commentary", "competition_type": "simple",
+        "awards_medals": True,
+        "dataset": {"answers": f"{cid}/prepared/private/test.csv",
+                    "sample_submission": f"{cid}/prepared/public/sample_submission_null.csv",
+                    "id_column": "Comment", "target_columns": ["Insult"]},
+        "grader": {"name": "auc-roc"},
+    }))
+
+
+def test_a_competition_whose_id_column_is_not_first_runs_end_to_end(prefect_server, tmp_path):
+    """Issue 14: detecting-insults' layout (id ``Comment`` last, target ``Insult`` first, ``Date``
+    neither, sample file ``sample_submission_null.csv``) runs through the flow; programs read the
+    real sample file, submissions keep or drop ``Date`` freely, and the grade is valid."""
+    from flows.two_phase_evo import two_phase_evo
+    from swarm_evo.competition import load_competition
+
+    cid = "detecting-insults-in-social-commentary"
+    data = tmp_path / "data"
+    _insults_layout(data, cid)
+    competition = load_competition(cid, data)
+    assert (competition.id_column, competition.target_columns) == ("Comment", ["Insult"])
+    run_dir = tmp_path / "insults-run"
+    summary = two_phase_evo(competition_id=cid, data_dir=str(data), run_dir=str(run_dir), model="offline",
+                            max_steps=3, seed=0, parallel_workers=2)
+    nodes = json.loads((run_dir / "journal.json").read_text())["nodes"]
+    assert any(not n["dead"] and not n["is_buggy"] for n in nodes), [n["exc_info"] for n in nodes]
+    assert "sample_submission_null.csv" in (run_dir / "nodes" / nodes[0]["id"] / "solution.py").read_text()
+    report = json.loads((run_dir / "grade_report.json").read_text())
+    assert report["valid_submission"] is True and report["score"] == summary["grade_report"]["score"]
+    assert report["score"] > 0.9, "the comments carry the label: a text model separates them"

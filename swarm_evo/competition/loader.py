@@ -15,8 +15,10 @@ config.yaml`` there for data prepared by ``mlebench prepare``)::
       name: accuracy
 
 Other MLE-bench keys (prizes, description, grader.grade_fn, preparer, prepare_fn, ...) are
-accepted and ignored. swarm-evo adds one optional key, ``dataset.id_column`` (default: the
-sample submission's first column).
+accepted and ignored. swarm-evo adds two optional keys: ``dataset.id_column`` (default: the
+sample submission's first column) and ``dataset.target_columns`` (a name or a list; default:
+the sample submission's other columns). Columns that are neither (detecting-insults'
+``Date``) are ignored by graders that ignore extra columns, as MLE-bench's do.
 
 Before returning, ``load_competition`` checks the folder (``validate.py``): the files the
 competition needs exist, the sample submission has the id column, the private answers have
@@ -118,7 +120,21 @@ def _read_config(path: Path, competition_id: str) -> dict[str, Any]:
         "sample_submission": need_text("dataset", "sample_submission"),
         "grader_name": need_text("grader", "name"),
         "id_column": need_text("dataset", "id_column") if config["dataset"].get("id_column") is not None else None,
+        "target_columns": _target_columns(path, config["dataset"].get("target_columns")),
     }
+
+
+def _target_columns(path: Path, value: Any) -> list[str] | None:
+    """``dataset.target_columns``: None (absent) or a non-empty list of column names."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) and c for c in value):
+        raise CompetitionError(one_line(
+            f"{path}: field 'dataset.target_columns' must be a column name or a list of them, got {value!r}"
+        ))
+    return value
 
 
 def load_competition(competition_id: str, data_dir: Path) -> Competition:
@@ -131,8 +147,8 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
             ``~/.cache/mle-bench/data``).
 
     The id column is the built-in's ``id_column``, the config's ``dataset.id_column`` or else
-    the sample submission's first column; the target columns are the sample submission's
-    other columns, in file order. The description is ``prepared/public/description.md`` (""
+    the sample submission's first column; the target columns are the config's
+    ``dataset.target_columns`` or else the sample submission's other columns, in file order. The description is ``prepared/public/description.md`` (""
     if absent; the embedded description for built-ins).
 
     Raises:
@@ -163,6 +179,7 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         required = [(public_dir / name, _role(name, "public")) for name in spec.public_files]
         required += [(private_dir / name, _role(name, "private")) for name in spec.private_files]
         id_column: str | None = spec.id_column
+        target_columns: list[str] | None = None
         id_field = f"the id column of built-in {competition_id}"
         id_fix = f"re-prepare it: {hint}"
     else:
@@ -186,6 +203,7 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
             raise CompetitionError(f"{config_path}: field 'grader.name': {exc}") from None
         required = [(sample_path, "sample submission"), (answers_path, "private answers")]
         id_column = cfg["id_column"]
+        target_columns = cfg["target_columns"]
         id_field = f"field 'dataset.id_column' of {config_path}"
         id_fix = f"set dataset.id_column in {config_path} to the id column, or fix the file"
 
@@ -196,6 +214,14 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
     if id_column is None:
         id_column = columns[0]
     check_id_column(sample_path, columns, id_column, id_field, id_fix)
+    if target_columns is None:
+        target_columns = [c for c in columns if c != id_column]
+    unknown = [c for c in target_columns if c not in columns or c == id_column]
+    if unknown:
+        raise CompetitionError(one_line(
+            f"{sample_path}: target column(s) {unknown} (field 'dataset.target_columns' of {config_path}) are not "
+            f"columns of the sample submission besides the id {id_column!r}; columns found: {columns}"
+        ))
     check_answer_ids(answers_path, sample_path, id_column, f"re-prepare the competition: {hint}")
     description_path = public_dir / "description.md"
     if description_path.is_file():
@@ -213,7 +239,7 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         sample_submission_path=sample_path,
         description=description,
         id_column=id_column,
-        target_columns=[c for c in columns if c != id_column],
+        target_columns=target_columns,
         leaderboard_path=leaderboard if leaderboard.is_file() else None,
     )
 

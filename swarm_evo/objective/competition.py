@@ -54,7 +54,8 @@ class CompetitionObjective:
         return self.competition.public_dir
 
     def prompt_view(self) -> dict[str, Any]:
-        """id, name, description, metric (the grader), direction and competition type.
+        """id, name, description, metric (the grader), direction, competition type, and the
+        submission's layout: the sample submission's file name, id column and target columns.
 
         The description is the competition's without Kaggle boilerplate (FAQ, teams, support,
         prizes, timeline, citation: :func:`swarm_evo.competition.description.prompt_description`),
@@ -69,6 +70,9 @@ class CompetitionObjective:
             "metric": c.grader.name,
             "is_lower_better": c.is_lower_better,
             "competition_type": c.competition_type,
+            "sample_submission": c.sample_submission_path.name,
+            "id_column": c.id_column,
+            "target_columns": list(c.target_columns),
         }
 
     def offline_view(self) -> dict[str, Any]:

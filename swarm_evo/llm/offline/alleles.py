@@ -124,7 +124,7 @@ def _predict_lines(info: DatasetInfo) -> list[str]:
 
 def _submission_lines(info: DatasetInfo) -> list[str]:
     lines = [
-        'sample = pd.read_csv(os.path.join(INPUT_DIR, "sample_submission.csv"))',
+        f'sample = pd.read_csv(os.path.join(INPUT_DIR, "{info.sample_file}"))',
         "submission = pd.DataFrame({ID_COL: test_ids})",
     ]
     if info.output == "label":

@@ -38,6 +38,7 @@ class DatasetInfo:
     spend_cols: list[str] = field(default_factory=list)
     n_rows: int = 0
     columns: list[str] = field(default_factory=list)
+    sample_file: str = "sample_submission.csv"
 
     @property
     def is_text(self) -> bool:
@@ -77,6 +78,15 @@ def _grader_output(grader: str, n_sub_cols: int) -> tuple[str, str]:
     return "classification", "label"
 
 
+def _is_free_text(column: pd.Series) -> bool:
+    """Long, mostly unique, multi-word strings (the rule used for text features below)."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return False
+    st = column.dropna().astype(str)
+    return (not st.empty and st.str.len().mean() > 30 and st.nunique() / max(len(column), 1) > 0.5
+            and st.str.count(" ").mean() >= 3)
+
+
 def infer_dataset(competition: dict) -> DatasetInfo:
     """Build a :class:`DatasetInfo` from the CTX ``competition`` dict and the public files."""
     public_dir = competition["public_dir"]
@@ -101,8 +111,9 @@ def infer_dataset(competition: dict) -> DatasetInfo:
             task, output = "regression", "value"
     info = DatasetInfo(public_dir=public_dir, grader=grader, id_col=id_col, submission_cols=sub_cols,
                        target_col=target, task=task, output=output, n_rows=len(train),
-                       columns=[str(c) for c in train.columns])
-    feats = [c for c in train.columns if c not in (id_col, target) and c in test.columns]
+                       columns=[str(c) for c in train.columns], sample_file=os.path.basename(sample_path))
+    # The id is a feature too when it is the text itself (detecting-insults: id column Comment).
+    feats = [c for c in train.columns if c != target and c in test.columns and (c != id_col or _is_free_text(train[c]))]
     n = max(len(train), 1)
     for c in feats:
         s = train[c]
