@@ -2,7 +2,9 @@
 
 ``CompetitionReport`` has the fields of MLE-bench's ``mlebench.grade_helpers.
 CompetitionReport`` plus ``error``. Thresholds come from ``<data_dir>/<id>/leaderboard.csv``
-when present (rules in ``leaderboard.py``), else they are None and no medal is awarded.
+when present (rules and reading in ``leaderboard.py``, as MLE-bench; with a leaderboard the
+report's ``is_lower_better`` is the leaderboard's, as MLE-bench's), else they are None and no
+medal is awarded (a Git LFS pointer in its place is logged with the fix).
 Like MLE-bench, the score is rounded to 5 decimals.
 
 Written reports (``grade_report.json``, the sweep's ``grading_reports.jsonl``, ``swarm-evo
@@ -14,6 +16,7 @@ reads that literal) and read back as None.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,9 +25,17 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import CompetitionError, InvalidSubmissionError
-from .leaderboard import load_leaderboard_scores, medal_thresholds, rank_score
+from .leaderboard import (
+    LeaderboardPointerError,
+    leaderboard_is_lower_better,
+    load_leaderboard_scores,
+    medal_thresholds,
+    rank_score,
+)
 from .model import Competition
 from .submission import read_submission, validate_submission
+
+log = logging.getLogger(__name__)
 
 SCORE_DECIMALS = 5
 THRESHOLD_FIELDS = ("gold_threshold", "silver_threshold", "bronze_threshold", "median_threshold")
@@ -87,15 +98,28 @@ def grade_submission(submission_path: Path, competition: Competition) -> Competi
         submission_exists=submission_path.is_file(),
     )
     thresholds = None
+    lower_is_better = competition.is_lower_better
     if competition.leaderboard_path is not None:
-        scores = load_leaderboard_scores(competition.leaderboard_path)
-        thresholds = medal_thresholds(scores, competition.is_lower_better)
-        report.update(
-            gold_threshold=thresholds.gold,
-            silver_threshold=thresholds.silver,
-            bronze_threshold=thresholds.bronze,
-            median_threshold=thresholds.median,
-        )
+        try:
+            scores = load_leaderboard_scores(competition.leaderboard_path)
+        except LeaderboardPointerError as exc:
+            log.warning("%s", exc)
+        else:
+            thresholds = medal_thresholds(scores)
+            # MLE-bench takes the direction from the leaderboard's order (Grader.is_lower_better)
+            lower_is_better = leaderboard_is_lower_better(scores)
+            if lower_is_better != competition.is_lower_better:
+                log.warning("%s lists %s scores first but grader %s has %s better; medals follow the "
+                            "leaderboard, as in MLE-bench", competition.leaderboard_path,
+                            "low" if lower_is_better else "high", competition.grader.name,
+                            "lower" if competition.is_lower_better else "higher")
+            report.update(
+                is_lower_better=lower_is_better,
+                gold_threshold=thresholds.gold,
+                silver_threshold=thresholds.silver,
+                bronze_threshold=thresholds.bronze,
+                median_threshold=thresholds.median,
+            )
     errors = validate_submission(submission_path, competition)
     if errors:
         return CompetitionReport(**report, error="; ".join(errors))
@@ -117,6 +141,6 @@ def grade_submission(submission_path: Path, competition: Competition) -> Competi
     score = round(float(raw), SCORE_DECIMALS)
     report.update(score=score, valid_submission=True)
     if thresholds is not None:
-        medals = rank_score(score, thresholds, competition.is_lower_better)
+        medals = rank_score(score, thresholds, lower_is_better)
         report.update(medals.model_dump(), any_medal=medals.any_medal)
     return CompetitionReport(**report)

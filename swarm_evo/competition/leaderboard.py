@@ -1,7 +1,10 @@
-"""Medal thresholds from a Kaggle leaderboard, following MLE-bench.
+"""Medal thresholds from a Kaggle leaderboard, read as MLE-bench reads it.
 
-Rules are those of ``mlebench.grade_helpers.Grader.rank_score`` (from kaggle.com/progression),
-for a leaderboard of N teams sorted best first, "position p" meaning the p-th score (1-based):
+Rules are those of ``mlebench.grade_helpers.Grader.rank_score`` (from kaggle.com/progression).
+The leaderboard's ``score`` column is taken as it is in the file (MLE-bench's ``get_leaderboard``
+is a plain ``pd.read_csv``): no row is dropped or re-sorted, N is the number of rows (rows with
+an empty score count), "position p" is the p-th row (1-based), and the direction is MLE-bench's
+``Grader.is_lower_better``: lower is better when the first score is below the last.
 
 - 1 <= N < 100:    gold = position max(1, int(0.1 N)), silver = max(1, int(0.2 N)),
                    bronze = max(1, int(0.4 N))
@@ -9,12 +12,14 @@ for a leaderboard of N teams sorted best first, "position p" meaning the p-th sc
 - 250 <= N < 1000: gold = position 10 + int(0.002 N), silver = position 50, bronze = position 100
 - N >= 1000:       gold = position 10 + int(0.002 N), silver = max(1, int(0.05 N)),
                    bronze = max(1, int(0.1 N))
-- median threshold = median of all scores.
+- median threshold = ``pandas.Series.median`` of the scores (empty scores skipped).
 
 A score earns gold if it is at least as good as the gold threshold; silver/bronze only if it
-did not earn a better medal; "above median" is strictly better than the median. MLE-bench
-infers the direction from the leaderboard's order; here the grader's direction is used and
-the scores are sorted best first, which gives the same result on a sorted leaderboard.
+did not earn a better medal; "above median" is strictly better than the median.
+
+MLE-bench's ``leaderboard.csv`` files are Git LFS objects: a checkout without ``git lfs pull``
+holds a small pointer file instead. :func:`load_leaderboard_scores` detects it and raises
+:class:`LeaderboardPointerError` (never parsed as data).
 """
 
 from __future__ import annotations
@@ -71,15 +76,23 @@ def medal_positions(num_teams: int) -> tuple[int, int, int]:
     return 10 + int(n * 0.002), max(1, int(n * 0.05)), max(1, int(n * 0.1))
 
 
-def medal_thresholds(scores: list[float], is_lower_better: bool) -> MedalThresholds:
-    """Thresholds for a leaderboard's scores (any order; sorted best first by direction)."""
-    ordered = sorted((float(s) for s in scores), reverse=not is_lower_better)
-    gold, silver, bronze = medal_positions(len(ordered))
+def leaderboard_is_lower_better(scores: list[float]) -> bool:
+    """MLE-bench's ``Grader.is_lower_better``: the first score is below the last (file order)."""
+    return bool(scores[0] < scores[-1])
+
+
+def medal_thresholds(scores: list[float]) -> MedalThresholds:
+    """Thresholds for a leaderboard's scores in file order (MLE-bench's ``rank_score``).
+
+    Raises ``CompetitionError`` if ``scores`` is empty.
+    """
+    series = pd.Series([float(s) for s in scores], dtype=float)
+    gold, silver, bronze = medal_positions(len(series))
     return MedalThresholds(
-        gold=ordered[gold - 1],
-        silver=ordered[silver - 1],
-        bronze=ordered[bronze - 1],
-        median=float(pd.Series(ordered).median()),
+        gold=series.iloc[gold - 1],
+        silver=series.iloc[silver - 1],
+        bronze=series.iloc[bronze - 1],
+        median=float(series.median()),
     )
 
 
@@ -100,12 +113,34 @@ def rank_score(
     return MedalResult(gold_medal=gold, silver_medal=silver, bronze_medal=bronze, above_median=above)
 
 
-def load_leaderboard_scores(path: Path) -> list[float]:
-    """The ``score`` column of a leaderboard CSV (MLE-bench's ``leaderboard.csv``).
+LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
+"""How a Git LFS pointer file starts (git-lfs spec)."""
 
-    Raises ``CompetitionError`` naming the file if it cannot be read, has no ``score``
-    column or no numeric scores.
+
+class LeaderboardPointerError(CompetitionError):
+    """The leaderboard file is a Git LFS pointer, not the leaderboard (``git lfs pull`` fetches it)."""
+
+
+def load_leaderboard_scores(path: Path) -> list[float]:
+    """The ``score`` column of a leaderboard CSV in file order (MLE-bench's ``leaderboard.csv``);
+    empty or non-numeric scores are NaN and still count as rows.
+
+    Raises:
+        LeaderboardPointerError: the file is a Git LFS pointer (the message says to run
+            ``git lfs pull`` in its directory).
+        CompetitionError: the file cannot be read, has no ``score`` column or no row.
     """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(LFS_POINTER_PREFIX))
+    except OSError as exc:
+        raise CompetitionError(f"{path}: cannot read leaderboard CSV ({exc.strerror})") from exc
+    if head == LFS_POINTER_PREFIX:
+        raise LeaderboardPointerError(
+            f"{path} is a Git LFS pointer, not the leaderboard: run `git lfs pull` in {path.parent} "
+            "(medal thresholds stay null until then)"
+        )
     try:
         table = pd.read_csv(path)
     except Exception as exc:  # noqa: BLE001 - any parse failure is reported with the path
@@ -114,7 +149,6 @@ def load_leaderboard_scores(path: Path) -> list[float]:
         raise CompetitionError(
             f"{path}: leaderboard needs a 'score' column, found columns {list(table.columns)}"
         )
-    scores = pd.to_numeric(table["score"], errors="coerce").dropna()
-    if scores.empty:
-        raise CompetitionError(f"{path}: leaderboard has no numeric scores in column 'score'")
-    return scores.astype(float).tolist()
+    if table.empty:
+        raise CompetitionError(f"{path}: leaderboard has no rows")
+    return pd.to_numeric(table["score"], errors="coerce").astype(float).tolist()

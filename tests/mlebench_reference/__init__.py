@@ -7,12 +7,19 @@ Copied verbatim (function bodies) from github.com/openai/mle-bench at commit
 spaceship-titanic, spooky-author-identification and six MLE-bench lite competitions
 (aptos2019, denoising-dirty-documents, jigsaw, nomad2018, plant-pathology-2020,
 tabular-playground-series-dec-2021; argument checks abridged, logic unchanged),
-``Grader.__call__`` and
+``Grader.__call__``, ``Grader.rank_score`` / ``is_lower_better`` and
 ``CompetitionReport.from_dict`` of ``mlebench/grade_helpers.py`` (an InvalidSubmissionError or any other exception makes the
 submission invalid, the score is rounded to 5 decimals). Only imports and logging were
 adapted. The tests cannot fetch MLE-bench (no network), so its logic lives here.
 """
 
-from .reference import GRADE_FUNCTIONS, InvalidSubmissionError, competition_report_from_dict, mlebench_score
+from .reference import (
+    GRADE_FUNCTIONS,
+    InvalidSubmissionError,
+    competition_report_from_dict,
+    mlebench_rank_score,
+    mlebench_score,
+)
 
-__all__ = ["GRADE_FUNCTIONS", "InvalidSubmissionError", "competition_report_from_dict", "mlebench_score"]
+__all__ = ["GRADE_FUNCTIONS", "InvalidSubmissionError", "competition_report_from_dict", "mlebench_rank_score",
+           "mlebench_score"]
