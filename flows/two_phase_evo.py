@@ -49,6 +49,7 @@ def resolve_config(
     llm_block: str | None = None,
     sandbox_block: str | None = None,
     policy: str | None = None,
+    mlebench_repo: str | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
     explicit parameters.
@@ -81,6 +82,7 @@ def resolve_config(
         "sandbox.image": image,
         "sandbox.gpus": gpus,
         "search.policy": policy,
+        "mlebench_repo": mlebench_repo,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
     return config.with_overrides(overrides), api_key
@@ -118,6 +120,7 @@ def two_phase_evo(
     sandbox_block: str | None = None,
     policy: str | None = None,  # a str, not the Literal: served flows are pickled by value
     resume: str | None = None,
+    mlebench_repo: str | None = None,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -165,7 +168,7 @@ def two_phase_evo(
     config, api_key = resolve_config(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
-        llm_block=llm_block, sandbox_block=sandbox_block, policy=policy,
+        llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
     )
     name = problem if problem is not None else competition_id
     run_path = Path(run_dir) if run_dir else default_run_dir(Path(str(name)).name, config.seed)

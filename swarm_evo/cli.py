@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
     r.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     r.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+    r.add_argument("--mlebench-repo", type=Path, default=None,
+                   help="an mle-bench checkout: config.yaml, description and leaderboard.csv read in place "
+                   "from its mlebench/competitions/<id>/ (default $MLEBENCH_REPO)")
     r.add_argument("--policy", choices=("two_phase", "greedy", "random"), default=None,
                    help="search policy (SPEC §12): two_phase (default), greedy (AIDE) or random (drafts only)")
 
@@ -78,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--competition-id", required=True)
     g.add_argument("--data-dir", type=Path, required=True)
     g.add_argument("submission", type=Path)
+    g.add_argument("--mlebench-repo", type=Path, default=None,
+                   help="an mle-bench checkout (config.yaml, leaderboard.csv; default $MLEBENCH_REPO)")
     g.add_argument("--jsonl", action="store_true",
                    help="print the report as one JSON line (MLE-bench's CompetitionReport.to_dict shape)")
 
@@ -108,7 +113,7 @@ def _prepare(args) -> int:
 def _grade(args) -> int:
     from swarm_evo.competition import grade_submission, load_competition
 
-    competition = load_competition(args.competition_id, args.data_dir)
+    competition = load_competition(args.competition_id, args.data_dir, args.mlebench_repo)
     # the user's own file: a link to it is fine (program files are read without following links)
     report = grade_submission(Path(args.submission).resolve(), competition)
     print(report.to_json(indent=None if args.jsonl else 2))
@@ -132,7 +137,7 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     from swarm_evo.session import check_run_dir, load_objective, open_sandbox, probe_endpoints
 
     try:
-        objective = load_objective(competition_id, problem, data_dir)
+        objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo)
     except CompetitionError as exc:
         if competition_id and "not found: prepare" in str(exc):
             raise CompetitionError(
@@ -189,6 +194,7 @@ def _run(args) -> int:
         model=args.model, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
         executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy,
+        mlebench_repo=str(args.mlebench_repo.expanduser().resolve()) if args.mlebench_repo else None,
     )
     # Validate everything before the flow starts, so bad input costs nothing.
     config, api_key = resolve_config(

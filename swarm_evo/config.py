@@ -185,6 +185,11 @@ class RunConfig(_Section):
     """The whole configuration of one run."""
 
     seed: int = 0
+    mlebench_repo: str | None = Field(
+        None,
+        description="An mle-bench checkout: a competition's config.yaml, description and leaderboard.csv "
+        "missing under data_dir are read from its mlebench/competitions/<id>/ (default: $MLEBENCH_REPO).",
+    )
     search: SearchConfig = Field(default_factory=SearchConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)

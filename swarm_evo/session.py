@@ -162,7 +162,8 @@ class RunSession:
         return previous_plan_keys(self.journal, self.loci) | set(self.plans_in_flight)
 
 
-def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None) -> Objective:
+def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None,
+                   mlebench_repo: str | None = None) -> Objective:
     """The run's objective: a competition (``competition_id`` under ``data_dir``) or a problem
     (a built-in name or a problem folder; its data file, if any, under ``data_dir``).
 
@@ -177,7 +178,7 @@ def load_objective(competition_id: str | None, problem: str | None, data_dir: Pa
         from swarm_evo.evaluation import load_problem
 
         return ProblemObjective(load_problem(problem, Path(data_dir) if data_dir else None))
-    competition = load_competition(competition_id, Path(data_dir or "data"))
+    competition = load_competition(competition_id, Path(data_dir or "data"), mlebench_repo)
     if not competition.public_dir.is_dir():
         raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
     return CompetitionObjective(competition)
@@ -265,7 +266,7 @@ def open_session(
             problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
-    objective = load_objective(competition_id, problem, data_dir)
+    objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo)
     check_model_access(endpoint)
     probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()

@@ -58,6 +58,9 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     s.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     s.add_argument("--poll", type=float, default=10.0, help="with --deployment: seconds between state polls")
+    s.add_argument("--mlebench-repo", type=Path, default=None,
+                   help="an mle-bench checkout for every run (sets $MLEBENCH_REPO; workers of --deployment "
+                   "need it in their own environment or config)")
     return s
 
 
@@ -159,6 +162,10 @@ def run_sweep(args) -> int:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from swarm_evo import sweep
 
+    if args.mlebench_repo is not None:  # read by load_competition here and in the runs of this process
+        from swarm_evo.competition.loader import MLEBENCH_REPO_ENV
+
+        os.environ[MLEBENCH_REPO_ENV] = str(args.mlebench_repo.expanduser().resolve())
     bad_input = _bad_input_errors()
     try:
         competitions, seeds, policies = _check(args)

@@ -113,3 +113,66 @@ def test_a_competition_whose_id_column_is_not_first_runs_end_to_end(prefect_serv
     report = json.loads((run_dir / "grade_report.json").read_text())
     assert report["valid_submission"] is True and report["score"] == summary["grade_report"]["score"]
     assert report["score"] > 0.9, "the comments carry the label: a text model separates them"
+
+
+def test_competition_files_read_in_place_from_an_mlebench_checkout(prefect_server, tmp_path, caplog):
+    """Issue 14: data prepared as `mlebench prepare` leaves it (no config.yaml beside it) plus
+    `--mlebench-repo` / `mlebench_repo`: config.yaml, description and leaderboard.csv come from
+    `<repo>/mlebench/competitions/<id>/`; the medal thresholds equal MLE-bench's rank_score; with a
+    Git LFS pointer there, the run says to `git lfs pull` and the thresholds are null (NaN)."""
+    import numpy as np
+    import pandas as pd
+
+    from flows.two_phase_evo import two_phase_evo
+    from mlebench_reference import competition_report_from_dict, mlebench_rank_score
+
+    staging = tmp_path / "staging"
+    prepare_competition("sklearn-wine", None, staging)
+    data = tmp_path / "data"
+    shutil.copytree(staging / "sklearn-wine" / "prepared", data / "wine-mle" / "prepared")
+    (data / "wine-mle" / "prepared" / "public" / "description.md").unlink(missing_ok=True)
+    upstream = tmp_path / "mle-bench" / "mlebench" / "competitions" / "wine-mle"
+    upstream.mkdir(parents=True)
+    (upstream / "config.yaml").write_text(yaml.safe_dump({
+        "id": "wine-mle", "name": "Wine (MLE-bench layout)", "competition_type": "simple", "awards_medals": True,
+        "description": "mlebench/competitions/wine-mle/description.md",
+        "dataset": {"answers": "wine-mle/prepared/private/test.csv",
+                    "sample_submission": "wine-mle/prepared/public/sample_submission.csv"},
+        "grader": {"name": "multi-class-log-loss", "grade_fn": "mlebench.competitions.wine-mle.grade:grade"},
+    }))
+    (upstream / "description.md").write_text("# Wine cultivars, from the checkout\n\nPredict the cultivar.\n")
+    scores = list(np.linspace(0.01, 2.0, 40)) + [None, None]  # lower is better, 2 empty rows at the bottom
+    pd.DataFrame({"teamName": [f"t{i}" for i in range(42)], "score": scores}).to_csv(upstream / "leaderboard.csv",
+                                                                                     index=False)
+    repo = str(tmp_path / "mle-bench")
+
+    run_dir = tmp_path / "run"
+    two_phase_evo(competition_id="wine-mle", data_dir=str(data), run_dir=str(run_dir), model="offline",
+                  max_steps=2, seed=0, parallel_workers=2, mlebench_repo=repo)
+    report = json.loads((run_dir / "grade_report.json").read_text())
+    expected = mlebench_rank_score(report["score"], pd.read_csv(upstream / "leaderboard.csv"))
+    for key in ("gold_threshold", "silver_threshold", "bronze_threshold", "median_threshold", "gold_medal",
+                "silver_medal", "bronze_medal", "above_median", "is_lower_better"):
+        assert report[key] == expected[key], key
+    assert "from the checkout" in (run_dir / "nodes").joinpath(
+        json.loads((run_dir / "journal.json").read_text())["nodes"][0]["id"], "prompt-draft.md").read_text()
+
+    (upstream / "leaderboard.csv").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab12\nsize 99\n")
+    with caplog.at_level("WARNING"):
+        two_phase_evo(competition_id="wine-mle", data_dir=str(data), run_dir=str(tmp_path / "run2"), model="offline",
+                      max_steps=1, seed=0, mlebench_repo=repo)
+    assert "run `git lfs pull` in" in caplog.text
+    text = (tmp_path / "run2" / "grade_report.json").read_text()
+    assert '"gold_threshold": NaN' in text
+    loaded = competition_report_from_dict(json.loads(text))  # MLE-bench loads it
+    assert np.isnan(loaded["gold_threshold"]) and loaded["any_medal"] is False
+
+
+def test_a_wrong_mlebench_checkout_is_bad_input(tmp_path, capsys):
+    from swarm_evo.cli import main as cli_main
+
+    for command in (["run", "--competition-id", "wine-mle", "--data-dir", str(tmp_path)],
+                    ["grade", "--competition-id", "wine-mle", "--data-dir", str(tmp_path), str(tmp_path / "s.csv")]):
+        assert cli_main([*command, "--mlebench-repo", str(tmp_path / "not-a-checkout")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "has no mlebench/competitions/" in err, err

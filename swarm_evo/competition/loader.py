@@ -28,6 +28,7 @@ the fix.
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,31 @@ def _target_columns(path: Path, value: Any) -> list[str] | None:
     return value
 
 
-def load_competition(competition_id: str, data_dir: Path) -> Competition:
+MLEBENCH_REPO_ENV = "MLEBENCH_REPO"
+"""Environment variable naming an mle-bench checkout (the default of ``mlebench_repo``)."""
+
+
+def mlebench_competition_dir(mlebench_repo: Path | str | None, competition_id: str) -> Path | None:
+    """``<repo>/mlebench/competitions/<id>`` of an mle-bench checkout (``mlebench_repo``, else
+    ``$MLEBENCH_REPO``), or None when no checkout is named.
+
+    Raises:
+        CompetitionError: the named directory is not an mle-bench checkout (no
+            ``mlebench/competitions/`` in it); the message names it and the variable or flag.
+    """
+    repo = mlebench_repo or os.environ.get(MLEBENCH_REPO_ENV) or None
+    if repo is None:
+        return None
+    root = Path(repo).expanduser()
+    if not (root / "mlebench" / "competitions").is_dir():
+        raise CompetitionError(
+            f"mle-bench checkout {root} (--mlebench-repo, config mlebench_repo or ${MLEBENCH_REPO_ENV}) has no "
+            "mlebench/competitions/: give the root of a clone of github.com/openai/mle-bench"
+        )
+    return root / "mlebench" / "competitions" / competition_id
+
+
+def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | str | None = None) -> Competition:
     """Load competition ``competition_id`` prepared under ``data_dir``.
 
     Args:
@@ -145,6 +170,10 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
             an MLE-bench ``config.yaml``.
         data_dir: the folder holding ``<id>/prepared/...`` (e.g. ``data`` or
             ``~/.cache/mle-bench/data``).
+        mlebench_repo: an mle-bench checkout (default ``$MLEBENCH_REPO``): what ``data_dir/<id>/``
+            lacks of ``config.yaml``, ``leaderboard.csv`` and the description is read in place
+            from its ``mlebench/competitions/<id>/`` (so ``mlebench prepare`` data runs with no
+            file copied). A leaderboard that is still a Git LFS pointer is reported when graded.
 
     The id column is the built-in's ``id_column``, the config's ``dataset.id_column`` or else
     the sample submission's first column; the target columns are the config's
@@ -162,7 +191,10 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
     data_dir = Path(data_dir).expanduser()
     comp_dir = data_dir / competition_id
     spec = BUILTIN_COMPETITIONS.get(competition_id)
+    upstream = mlebench_competition_dir(mlebench_repo, competition_id)
     config_path = comp_dir / "config.yaml"
+    if not config_path.is_file() and upstream is not None and (upstream / "config.yaml").is_file():
+        config_path = upstream / "config.yaml"
     public_dir = comp_dir / "prepared" / "public"
     private_dir = comp_dir / "prepared" / "private"
     hint = prepare_hint(competition_id, data_dir)
@@ -191,7 +223,8 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
                 )
             raise CompetitionError(
                 f"{config_path} not found: {competition_id!r} is not built-in, so it needs "
-                f"MLE-bench's config.yaml (copy mlebench/competitions/{competition_id}/config.yaml)"
+                f"MLE-bench's config.yaml (give --mlebench-repo MLE_BENCH_CHECKOUT, or copy "
+                f"mlebench/competitions/{competition_id}/config.yaml there)"
             )
         cfg = _read_config(config_path, competition_id)
         fields = {k: cfg[k] for k in ("name", "competition_type", "awards_medals", "grader_name")}
@@ -224,11 +257,15 @@ def load_competition(competition_id: str, data_dir: Path) -> Competition:
         ))
     check_answer_ids(answers_path, sample_path, id_column, f"re-prepare the competition: {hint}")
     description_path = public_dir / "description.md"
+    if not description_path.is_file() and upstream is not None:
+        description_path = upstream / "description.md"
     if description_path.is_file():
         description = description_path.read_text(encoding="utf-8", errors="replace")
     else:
         description = embedded_description(competition_id) if spec is not None else ""
     leaderboard = comp_dir / "leaderboard.csv"
+    if not leaderboard.is_file() and upstream is not None:
+        leaderboard = upstream / "leaderboard.csv"
     return Competition(
         id=competition_id,
         **fields,
