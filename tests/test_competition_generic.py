@@ -159,3 +159,37 @@ def test_missing_answers_and_wrong_types_are_one_line(tmp_path):
     assert "field 'dataset.answers' must be a string" in _error(tmp_path)
     (comp / "config.yaml").write_text("id: toy-regression\ngrader: [unclosed\n")
     assert "invalid YAML" in _error(tmp_path)
+
+
+def test_declared_target_columns_and_their_errors(tmp_path):
+    """``dataset.target_columns`` picks the targets; a column that is not in the sample
+    submission (or is the id) is an error naming the field."""
+    import yaml
+
+    from swarm_evo.competition import CompetitionError, load_competition
+
+    root = tmp_path / "data"
+    public, private = root / "c" / "prepared" / "public", root / "c" / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    (public / "sample_submission.csv").write_text("label,note,key\n0,x,a\n0,y,b\n")
+    (private / "answers.csv").write_text("label,note,key\n1,x,a\n0,y,b\n")
+
+    def config(**dataset):
+        (root / "c" / "config.yaml").write_text(yaml.safe_dump({
+            "id": "c", "name": "c", "competition_type": "simple", "awards_medals": False,
+            "dataset": {"answers": "c/prepared/private/answers.csv",
+                        "sample_submission": "c/prepared/public/sample_submission.csv", **dataset},
+            "grader": {"name": "accuracy"}}))
+
+    config(id_column="key", target_columns=["label"])
+    competition = load_competition("c", root)
+    assert (competition.id_column, competition.target_columns) == ("key", ["label"])
+    config(id_column="key", target_columns="label")
+    assert load_competition("c", root).target_columns == ["label"]
+    for bad, words in ((["missing"], "target column(s) ['missing']"), (["key"], "target column(s) ['key']"),
+                       ([], "must be a column name or a list")):
+        config(id_column="key", target_columns=bad)
+        with pytest.raises(CompetitionError, match=r"dataset\.target_columns") as err:
+            load_competition("c", root)
+        assert words in str(err.value)

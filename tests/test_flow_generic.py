@@ -54,7 +54,8 @@ def _insults_layout(root, cid: str) -> None:
     """A synthetic competition in detecting-insults-in-social-commentary's real layout (MLE-bench
     ``prepare.py``): train ``Insult,Date,Comment``; test ``Date,Comment``; the sample submission
     ``sample_submission_null.csv`` with ``Insult,Date,Comment``; the id column is ``Comment``
-    (not first), the target ``Insult``, and ``Date`` is neither."""
+    (not first), the target ``Insult``, and ``Date`` is neither. Its config.yaml is MLE-bench's
+    (no id or target columns): the loader knows this competition's columns."""
     import numpy as np
     import pandas as pd
 
@@ -86,8 +87,7 @@ def _insults_layout(root, cid: str) -> None:
         "id": cid, "name": "Detecting Insults in Social Commentary", "competition_type": "simple",
         "awards_medals": True,
         "dataset": {"answers": f"{cid}/prepared/private/test.csv",
-                    "sample_submission": f"{cid}/prepared/public/sample_submission_null.csv",
-                    "id_column": "Comment", "target_columns": ["Insult"]},
+                    "sample_submission": f"{cid}/prepared/public/sample_submission_null.csv"},
         "grader": {"name": "auc-roc"},
     }))
 

@@ -138,6 +138,15 @@ def _target_columns(path: Path, value: Any) -> list[str] | None:
     return value
 
 
+MLEBENCH_COLUMNS: dict[str, tuple[str, list[str]]] = {
+    # id column, target columns, from the competition's mlebench grade.py
+    # (prepare_for_auroc_metric(..., id_col="Comment", target_col="Insult")); its sample
+    # submission starts with the target, so "the first column" would be wrong.
+    "detecting-insults-in-social-commentary": ("Comment", ["Insult"]),
+}
+"""MLE-bench competitions whose id column is not the sample submission's first: the defaults
+when their ``config.yaml`` declares no ``dataset.id_column`` / ``dataset.target_columns``."""
+
 MLEBENCH_REPO_ENV = "MLEBENCH_REPO"
 """Environment variable naming an mle-bench checkout (the default of ``mlebench_repo``)."""
 
@@ -235,8 +244,9 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
         except CompetitionError as exc:
             raise CompetitionError(f"{config_path}: field 'grader.name': {exc}") from None
         required = [(sample_path, "sample submission"), (answers_path, "private answers")]
-        id_column = cfg["id_column"]
-        target_columns = cfg["target_columns"]
+        known_id, known_targets = MLEBENCH_COLUMNS.get(competition_id, (None, None))
+        id_column = cfg["id_column"] or known_id
+        target_columns = cfg["target_columns"] or known_targets
         id_field = f"field 'dataset.id_column' of {config_path}"
         id_fix = f"set dataset.id_column in {config_path} to the id column, or fix the file"
 
