@@ -13,6 +13,12 @@ writes, in its output directory ``OUT``:
   ``score`` null and ``error`` = ``"run failed: <why>"`` (MLE-bench counts a missing
   submission as a run without a medal, not as a missing run).
 - ``OUT/summary.json``: :func:`summarize` of those rows.
+- For the runs of competitions MLE-bench knows (their run wrote ``RUN_DIR/mlebench_submission.jsonl``;
+  other competitions are kept out, so ``mlebench grade`` never meets an id it does not know):
+  ``OUT/mlebench_submissions.jsonl`` (those lines: ``mlebench grade --submission`` takes it) and
+  ``OUT/mlebench_grading_report.json``, MLE-bench's run-group report of their rows
+  (:func:`~swarm_evo.competition.grading.run_group_report`). A run that crashed before writing
+  its files is not in them.
 
 Statistics (per competition and policy, over seeds): counts of runs, valid submissions and of
 the MLE-bench booleans (any_medal, gold/silver/bronze_medal, above_median); the mean of the
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_evo.competition import CompetitionReport
+from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE, run_group_report
 from swarm_evo.journal import atomic_write_text
 
 POLICIES = ("two_phase", "greedy", "random")
@@ -43,6 +50,8 @@ POLICIES = ("two_phase", "greedy", "random")
 DEFAULT_POLICY = "two_phase"
 REPORTS_FILE = "grading_reports.jsonl"
 SUMMARY_FILE = "summary.json"
+MLEBENCH_SUBMISSIONS_FILE = "mlebench_submissions.jsonl"
+MLEBENCH_REPORT_FILE = "mlebench_grading_report.json"
 RUNS_DIR = "runs"
 """Run directories of a sweep: ``OUT/runs/<competition>-<policy>-s<seed>``."""
 GRADE_REPORT_FILE = "grade_report.json"
@@ -301,11 +310,20 @@ def format_table(table: list[dict[str, Any]]) -> str:
 
 
 def write_outputs(rows: Sequence[dict], out_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """Write ``OUT/grading_reports.jsonl`` (one row per line, in the given order) and
-    ``OUT/summary.json`` (:func:`summarize`); both atomically. Returns the summary."""
+    """Write ``OUT/grading_reports.jsonl`` (one row per line, in the given order),
+    ``OUT/summary.json`` (:func:`summarize`) and, for runs of competitions MLE-bench knows, its
+    files (module docstring); all atomically. Returns the summary."""
     out_dir = Path(out_dir)
     summary = summarize(rows)
     atomic_write_text(out_dir / REPORTS_FILE, "".join(json.dumps(row) + "\n" for row in rows))
     atomic_write_text(out_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    known = [(row, Path(row["run_dir"]) / MLEBENCH_SUBMISSION_FILE) for row in rows]
+    known = [(row, path) for row, path in known if path.is_file()]
+    if known:
+        lines = "".join(path.read_text(encoding="utf-8").strip() + "\n" for _, path in known)
+        atomic_write_text(out_dir / MLEBENCH_SUBMISSIONS_FILE, lines)
+        reports = [CompetitionReport.model_validate({k: v for k, v in row.items() if k not in ROW_EXTRA_FIELDS})
+                   for row, _ in known]
+        atomic_write_text(out_dir / MLEBENCH_REPORT_FILE, json.dumps(run_group_report(reports), indent=2) + "\n")
     return summary
 

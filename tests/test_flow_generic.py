@@ -48,6 +48,7 @@ def test_generic_competition_runs_and_grades(prefect_server, tmp_path):
     assert report["competition_id"] == "my-wine"
     assert report["valid_submission"] is True and report["is_lower_better"] is True
     assert report["score"] == summary["grade_report"]["score"]
+    assert not (run_dir / "mlebench_submission.jsonl").exists(), "MLE-bench does not know my-wine"
 
 
 def _insults_layout(root, cid: str) -> None:
@@ -149,6 +150,8 @@ def test_competition_files_read_in_place_from_an_mlebench_checkout(prefect_serve
     run_dir = tmp_path / "run"
     two_phase_evo(competition_id="wine-mle", data_dir=str(data), run_dir=str(run_dir), model="offline",
                   max_steps=2, seed=0, parallel_workers=2, mlebench_repo=repo)
+    line = json.loads((run_dir / "mlebench_submission.jsonl").read_text())  # `mlebench grade --submission`
+    assert line == {"competition_id": "wine-mle", "submission_path": str((run_dir / "submission" / "submission.csv").resolve())}
     report = json.loads((run_dir / "grade_report.json").read_text())
     expected = mlebench_rank_score(report["score"], pd.read_csv(upstream / "leaderboard.csv"))
     for key in ("gold_threshold", "silver_threshold", "bronze_threshold", "median_threshold", "gold_medal",

@@ -320,3 +320,33 @@ def test_cli_deployment_that_does_not_exist(prefect_server, sweep_data, tmp_path
     assert "two-phase-evo/nowhere not found" in err and "prefect deploy -n nowhere" in err
     assert _sweep_main([*argv[:-1], "evaluate-program/default"]) == 2
     assert "give a deployment of two-phase-evo" in capsys.readouterr().err
+
+
+def test_mlebench_files_hold_only_competitions_mlebench_knows(tmp_path):
+    """Runs whose competition MLE-bench knows wrote RUN_DIR/mlebench_submission.jsonl: the sweep
+    gathers those lines (``mlebench grade --submission``) and MLE-bench's run-group report; a
+    competition MLE-bench does not know (sklearn-wine) stays out of both."""
+    known, unknown = tmp_path / "spaceship-s0", tmp_path / "wine-s0"
+    for run in (known, unknown):
+        run.mkdir()
+    (known / "mlebench_submission.jsonl").write_text(
+        json.dumps({"competition_id": "spaceship-titanic", "submission_path": str(known / "s.csv")}) + "\n")
+    rows = [
+        sweep.report_row(CompetitionReport(competition_id="spaceship-titanic", score=0.8, valid_submission=True,
+                                           submission_exists=True, is_lower_better=False, gold_medal=True,
+                                           any_medal=True, submission_path=str(known / "s.csv")),
+                         policy="two_phase", seed=0, run_dir=known),
+        sweep.report_row(CompetitionReport(competition_id="sklearn-wine", score=0.1, valid_submission=True,
+                                           submission_exists=True, is_lower_better=True,
+                                           submission_path=str(unknown / "s.csv")),
+                         policy="two_phase", seed=0, run_dir=unknown),
+    ]
+    sweep.write_outputs(rows, tmp_path / "out")
+    lines = (tmp_path / "out" / sweep.MLEBENCH_SUBMISSIONS_FILE).read_text().splitlines()
+    assert [json.loads(line)["competition_id"] for line in lines] == ["spaceship-titanic"]
+    report = json.loads((tmp_path / "out" / sweep.MLEBENCH_REPORT_FILE).read_text())
+    assert {k: v for k, v in report.items() if k != "competition_reports"} == {
+        "total_runs": 1, "total_runs_with_submissions": 1, "total_valid_submissions": 1, "total_medals": 1,
+        "total_gold_medals": 1, "total_silver_medals": 0, "total_bronze_medals": 0, "total_above_median": 0}
+    assert [competition_report_from_dict(r)["competition_id"] for r in report["competition_reports"]] == [
+        "spaceship-titanic"]

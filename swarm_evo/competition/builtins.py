@@ -47,6 +47,8 @@ class BuiltinSpec(BaseModel):
     raw_files: tuple[str, ...] = ()
     sklearn_loader: str | None = None
     sklearn_task: SklearnTask | None = None
+    in_mlebench: bool = False
+    """MLE-bench has a competition of this id (graded the same way)."""
 
     @property
     def needs_raw_dir(self) -> bool:
@@ -62,6 +64,7 @@ BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
             name="Spaceship Titanic",
             grader_name="accuracy",
             id_column="PassengerId",
+            in_mlebench=True,
             raw_files=("train.csv",),
         ),
         BuiltinSpec(
@@ -69,6 +72,7 @@ BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
             name="Spooky Author Identification",
             grader_name="multi-class-log-loss",
             raw_files=("train.csv",),
+            in_mlebench=True,
         ),
         BuiltinSpec(
             id="house-prices",

@@ -38,6 +38,9 @@ from .submission import read_submission, validate_submission
 log = logging.getLogger(__name__)
 
 SCORE_DECIMALS = 5
+MLEBENCH_SUBMISSION_FILE = "mlebench_submission.jsonl"
+"""``RUN_DIR/mlebench_submission.jsonl``: a run's submission as ``mlebench grade --submission``
+reads it (one JSON line: ``competition_id``, ``submission_path``)."""
 THRESHOLD_FIELDS = ("gold_threshold", "silver_threshold", "bronze_threshold", "median_threshold")
 
 
@@ -81,6 +84,27 @@ class CompetitionReport(BaseModel):
     def to_json(self, indent: int | None = None) -> str:
         """:meth:`to_dict` as JSON (one line unless ``indent``; ``NaN`` for absent thresholds)."""
         return json.dumps(self.to_dict(), indent=indent)
+
+
+def run_group_report(reports: list[CompetitionReport]) -> dict:
+    """MLE-bench's run-group grading report of ``reports`` (``mlebench.grade.aggregate_reports``):
+    ``total_runs``, ``total_runs_with_submissions``, ``total_valid_submissions``,
+    ``total_medals``, ``total_gold_medals``, ``total_silver_medals``, ``total_bronze_medals``,
+    ``total_above_median`` (ints) and ``competition_reports`` (each :meth:`CompetitionReport.to_dict`)."""
+    gold = sum(r.gold_medal for r in reports)
+    silver = sum(r.silver_medal for r in reports)
+    bronze = sum(r.bronze_medal for r in reports)
+    return {
+        "total_runs": len(reports),
+        "total_runs_with_submissions": sum(r.submission_exists for r in reports),
+        "total_valid_submissions": sum(r.valid_submission for r in reports),
+        "total_medals": gold + silver + bronze,
+        "total_gold_medals": gold,
+        "total_silver_medals": silver,
+        "total_bronze_medals": bronze,
+        "total_above_median": sum(r.above_median for r in reports),
+        "competition_reports": [r.to_dict() for r in reports],
+    }
 
 
 def grade_submission(submission_path: Path, competition: Competition) -> CompetitionReport:

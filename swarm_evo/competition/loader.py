@@ -120,6 +120,7 @@ def _read_config(path: Path, competition_id: str) -> dict[str, Any]:
         "answers": need_text("dataset", "answers"),
         "sample_submission": need_text("dataset", "sample_submission"),
         "grader_name": need_text("grader", "name"),
+        "grade_fn": str((config.get("grader") or {}).get("grade_fn") or ""),
         "id_column": need_text("dataset", "id_column") if config["dataset"].get("id_column") is not None else None,
         "target_columns": _target_columns(path, config["dataset"].get("target_columns")),
     }
@@ -214,6 +215,7 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
             "competition_type": spec.competition_type,
             "awards_medals": spec.awards_medals,
             "grader_name": spec.grader_name,
+            "in_mlebench": spec.in_mlebench,
         }
         answers_path = private_dir / "test.csv"
         sample_path = public_dir / "sample_submission.csv"
@@ -237,6 +239,8 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
             )
         cfg = _read_config(config_path, competition_id)
         fields = {k: cfg[k] for k in ("name", "competition_type", "awards_medals", "grader_name")}
+        fields["in_mlebench"] = (upstream is not None and config_path.parent == upstream) or cfg["grade_fn"].startswith(
+            "mlebench.competitions.")
         answers_path = _resolve(data_dir, cfg["answers"])
         sample_path = _resolve(data_dir, cfg["sample_submission"])
         try:

@@ -28,6 +28,10 @@ class Competition(BaseModel):
         id_column: first column of the sample submission.
         target_columns: the sample submission's other columns.
         leaderboard_path: ``<data_dir>/<id>/leaderboard.csv`` if present, else None.
+        in_mlebench: MLE-bench knows this competition id (a built-in taken from MLE-bench, or a
+            config.yaml that is MLE-bench's: read from a checkout or naming an
+            ``mlebench.competitions.*`` grade function), so its runs may go into MLE-bench's
+            files (``mlebench_submission.jsonl``, the run-group report).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +50,7 @@ class Competition(BaseModel):
     id_column: str
     target_columns: list[str]
     leaderboard_path: Path | None = None
+    in_mlebench: bool = False
 
     @property
     def grader(self) -> Grader:

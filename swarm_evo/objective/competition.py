@@ -7,6 +7,7 @@ submission on the private answers.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from swarm_evo.competition import (
     validate_submission,
 )
 from swarm_evo.competition.description import prompt_description
+from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
 from swarm_evo.data_preview import preview_data
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
@@ -31,6 +33,7 @@ from swarm_evo.sandbox import Sandbox
 from swarm_evo.sandbox.base import remove_entry
 
 SUBMISSION = Path("submission") / "submission.csv"
+
 """Where a program writes its submission, relative to its node directory."""
 
 
@@ -146,7 +149,9 @@ class CompetitionObjective:
         node, else the best node that passed every deterministic check) and grade it.
 
         Writes ``best_solution.py``, ``submission/submission.csv`` and ``grade_report.json``
-        (a report with ``submission_exists: false`` when no node qualifies).
+        (a report with ``submission_exists: false`` when no node qualifies); for a competition
+        MLE-bench knows, also ``mlebench_submission.jsonl`` (``competition_id``,
+        ``submission_path``), the input of ``mlebench grade --submission``.
         """
         best, _ = journal.submission_candidate()
         target = run_dir / SUBMISSION
@@ -154,4 +159,7 @@ class CompetitionObjective:
             self.publish_best(run_dir, best)
         report = grade_submission(target, self.competition)
         atomic_write_text(run_dir / "grade_report.json", report.to_json(indent=2))
+        if self.competition.in_mlebench:  # `mlebench grade --submission RUN_DIR/mlebench_submission.jsonl`
+            line = {"competition_id": self.competition.id, "submission_path": str(target.resolve())}
+            atomic_write_text(run_dir / MLEBENCH_SUBMISSION_FILE, json.dumps(line) + "\n")
         return report
