@@ -232,6 +232,17 @@ def _lite_layouts() -> dict[str, tuple[str, pd.DataFrame, pd.DataFrame, pd.DataF
         pd.DataFrame({"Id": range(4_000_000, 4_000_000 + N), "Cover_Type": 2}),
         pd.DataFrame({"Id": range(4_000_000, 4_000_000 + N), "Cover_Type": np.where(RNG.random(N) < 0.6, cover, 3)}),
     )
+    words = np.array(["twenty", "1", "1.0", "Mr.", "true", "ten thousand", "false", "e"], dtype=object)
+    after = words[RNG.integers(0, len(words), N)]
+    guess = np.where(RNG.random(N) < 0.5, after, np.char.upper(after.astype(str)).astype(object))
+    guess = np.where(after == "1", "1.0", guess)  # "1.0" is not "1" in an exact match
+    ids = [f"{i // 10}_{i % 10}" for i in range(N)]
+    out["text-normalization-challenge-english-language"] = (
+        "accuracy",
+        pd.DataFrame({"id": ids, "after": after}),
+        pd.DataFrame({"id": ids, "after": "<self>"}),
+        pd.DataFrame({"id": ids, "after": guess}),
+    )
     return out
 
 

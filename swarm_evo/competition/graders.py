@@ -5,9 +5,10 @@ computed with ``sklearn.metrics`` only. Every grader works on tables with an id 
 one or more target columns (the sample submission's header); rows are aligned by id.
 
 Kinds of graders:
-- ``label`` (accuracy, micro/macro F1): targets are labels, compared as strings after
-  ``checks.normalise_label`` (True/"True"/"TRUE" are equal; 1.0 equals 1), in the answers'
-  label space: when the answers (and the sample submission) are booleans, 1/0 and 1.0/0.0 are
+- ``label`` (accuracy, micro/macro F1): text labels (the answers' column holds strings) are
+  compared as exact strings, as MLE-bench's ``astype(str)`` (text-normalization's exact match:
+  no stripping or case folding); numeric and boolean labels after ``checks.normalise_label``
+  (True/"True"/"TRUE" are equal; 1.0 equals 1), in the answers' label space: when the answers (and the sample submission) are booleans, 1/0 and 1.0/0.0 are
   read as True/False, as MLE-bench's ``accuracy_score`` on a boolean ``y_true`` compares them,
   and any other label ("yes") is rejected, naming it (MLE-bench's scikit-learn call fails on
   mixed label types: invalid there too).
@@ -188,6 +189,12 @@ class Grader:
         if self.kind == "label":
             per_column = []
             for c in target_columns:
+                if ans[c].dtype == object and not is_boolean_labels(ans[c]):
+                    # text labels: exact strings, as MLE-bench's astype(str) comparison
+                    # (text-normalization: "1.0" is not "1", " cat" is not "cat")
+                    per_column.append(self.metric(ans[c].astype(str).to_numpy(), sub[c].astype(str).to_numpy(),
+                                                  **kwargs))
+                    continue
                 truth, pred = ans[c].map(normalise_label), sub[c].map(normalise_label)
                 if is_boolean_labels(ans[c]):
                     errors = boolean_label_errors(sub[c], c)

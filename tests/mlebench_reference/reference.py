@@ -240,7 +240,29 @@ def grade_tabular_dec_2021(submission: pd.DataFrame, answers: pd.DataFrame) -> f
     return accuracy_score(**prepare_for_accuracy_metric(submission, answers, target_column="Cover_Type", id_column="Id"))
 
 
+# ------------------------ mlebench/competitions/text-normalization-challenge-english-language/grade.py
+
+
+def grade_text_normalization(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    target_column, id_column = "after", "id"
+    assert target_column in answers.columns and id_column in answers.columns
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError("Submission must have the same length as the answers.")
+    if target_column not in submission.columns:
+        raise InvalidSubmissionError(f"Submission must have a `{target_column}` column")
+    if id_column not in submission.columns:
+        raise InvalidSubmissionError(f"Submission must have a `{id_column}` column")
+    submission = submission.sort_values(id_column)
+    answers = answers.sort_values(id_column)
+    if (submission[id_column].values != answers[id_column].values).any():
+        raise InvalidSubmissionError(f"Submission and Answers `{id_column}`'s do not match")
+    submission[target_column] = submission[target_column].astype(str)
+    answers[target_column] = answers[target_column].astype(str)
+    return accuracy_score(y_pred=submission[target_column].to_numpy(), y_true=answers[target_column].to_numpy())
+
+
 GRADE_FUNCTIONS: dict[str, Callable[[pd.DataFrame, pd.DataFrame], float]] = {
+    "text-normalization-challenge-english-language": grade_text_normalization,
     "spaceship-titanic": grade_spaceship_titanic,
     "spooky-author-identification": grade_spooky_author_identification,
     "aptos2019-blindness-detection": grade_aptos2019,
