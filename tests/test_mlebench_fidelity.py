@@ -232,6 +232,31 @@ def _lite_layouts() -> dict[str, tuple[str, pd.DataFrame, pd.DataFrame, pd.DataF
         pd.DataFrame({"Id": range(4_000_000, 4_000_000 + N), "Cover_Type": 2}),
         pd.DataFrame({"Id": range(4_000_000, 4_000_000 + N), "Cover_Type": np.where(RNG.random(N) < 0.6, cover, 3)}),
     )
+    cats = RNG.integers(0, 2, N)
+    hard = np.where(RNG.random(N) < 0.9, cats, 1 - cats).astype(float)  # 0/1 predictions, 10 % wrong
+    out["dogs-vs-cats-redux-kernels-edition"] = (
+        "log-loss",
+        pd.DataFrame({"id": range(1, N + 1), "label": cats}),
+        pd.DataFrame({"id": range(1, N + 1), "label": 0.5}),
+        pd.DataFrame({"id": range(1, N + 1), "label": hard}),
+    )
+    keys = [f"2015-01-27 13:08:24.00000{i:02d}" for i in range(N)]
+    out["new-york-city-taxi-fare-prediction"] = (
+        "root-mean-squared-error",
+        pd.DataFrame({"key": keys, "fare_amount": RNG.random(N) * 30}),
+        pd.DataFrame({"key": keys, "fare_amount": 11.35}),
+        pd.DataFrame({"key": keys, "fare_amount": RNG.random(N) * 30}),
+    )
+    insult = RNG.integers(0, 2, N)
+    comments = [f'"comment number {i} {"you idiot" if t else "thank you"}"' for i, t in enumerate(insult)]
+    dates = [f"20120{1 + i % 9}0{1 + i % 9}120000Z" if i % 5 else None for i in range(N)]
+    out["detecting-insults-in-social-commentary"] = (
+        "auc-roc",
+        pd.DataFrame({"Insult": insult, "Date": dates, "Comment": comments}),
+        pd.DataFrame({"Insult": 0, "Date": dates, "Comment": comments}),
+        pd.DataFrame({"Insult": np.clip(insult * 0.6 + RNG.random(N) * 0.5, 0, 1), "Date": dates,
+                      "Comment": comments}),
+    )
     words = np.array(["twenty", "1", "1.0", "Mr.", "true", "ten thousand", "false", "e"], dtype=object)
     after = words[RNG.integers(0, len(words), N)]
     guess = np.where(RNG.random(N) < 0.5, after, np.char.upper(after.astype(str)).astype(object))

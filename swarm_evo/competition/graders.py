@@ -8,12 +8,13 @@ Kinds of graders:
 - ``label`` (accuracy, micro/macro F1): text labels (the answers' column holds strings) are
   compared as exact strings, as MLE-bench's ``astype(str)`` (text-normalization's exact match:
   no stripping or case folding); numeric and boolean labels after ``checks.normalise_label``
-  (True/"True"/"TRUE" are equal; 1.0 equals 1), in the answers' label space: when the answers (and the sample submission) are booleans, 1/0 and 1.0/0.0 are
-  read as True/False, as MLE-bench's ``accuracy_score`` on a boolean ``y_true`` compares them,
+  (True/"True"/"TRUE" are equal; 1.0 equals 1), in the answers' label space: when the answers
+  (and the sample submission) are booleans, 1/0 and 1.0/0.0 are read as True/False, as MLE-bench's ``accuracy_score`` on a boolean ``y_true`` compares them,
   and any other label ("yes") is rejected, naming it (MLE-bench's scikit-learn call fails on
   mixed label types: invalid there too).
 - ``probability`` (auc-roc, binary log-loss): each target column is P(label is positive);
-  values must be numbers in [0, 1]; answers are 0/1 or booleans.
+  values must be numbers in [0, 1] (MLE-bench's ``prepare_for_auroc_metric`` and
+  dogs-vs-cats' checks); answers are 0/1 or booleans; scored as given (no clipping of our own).
 - ``multiclass_probability`` (multi-class-log-loss): exactly one column per class besides the
   id (no extra column), values in [0, 1], rows summing to 1 as MLE-bench checks it
   (``np.isclose(sum, 1, atol=1e-6)``, spooky-author-identification's ``grade.py``); the
@@ -54,8 +55,6 @@ from .errors import CompetitionError, InvalidSubmissionError
 
 GraderKind = Literal["label", "ordinal", "probability", "multiclass_probability", "regression"]
 
-PROBA_CLIP = 1e-15
-"""Clipping of binary probabilities (log-loss, auc-roc graders)."""
 ROW_SUM_ATOL = 1e-6
 """``np.isclose(row_sum, 1, atol=ROW_SUM_ATOL)`` (default rtol 1e-5): MLE-bench's tolerance
 for rows of class probabilities (spooky-author-identification ``grade.py``)."""
@@ -222,7 +221,7 @@ class Grader:
             per_column = []
             for c in target_columns:
                 y_true = _binary_truth(ans[c], c)
-                y_pred = pred[c].clip(PROBA_CLIP, 1 - PROBA_CLIP).to_numpy()
+                y_pred = pred[c].to_numpy()  # as given: scikit-learn clips log loss at machine epsilon
                 if self.metric is metrics.log_loss:
                     kwargs = {**kwargs, "labels": [0, 1]}
                 per_column.append(self.metric(y_true, y_pred, **kwargs))

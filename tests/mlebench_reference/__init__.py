@@ -4,8 +4,8 @@ Copied verbatim (function bodies) from github.com/openai/mle-bench at commit
 783b15af77404fbaffe7255b0c4a934b46153389 (MIT License, Copyright (c) 2024 OpenAI):
 ``mlebench/competitions/utils.py`` (``prepare_for_accuracy_metric``,
 ``one_hot_dfs_to_log_loss_inputs``, ``is_one_hot_encoded``), the ``grade.py`` of
-spaceship-titanic, spooky-author-identification and seven MLE-bench lite competitions
-(aptos2019, denoising-dirty-documents, jigsaw, nomad2018, plant-pathology-2020,
+spaceship-titanic, spooky-author-identification and ten MLE-bench lite competitions
+(aptos2019, denoising-dirty-documents, detecting-insults, dogs-vs-cats-redux, jigsaw, new-york-city-taxi-fare, nomad2018, plant-pathology-2020,
 tabular-playground-series-dec-2021, text-normalization-challenge-english-language; argument checks abridged, logic unchanged),
 ``Grader.__call__``, ``Grader.rank_score`` / ``is_lower_better`` and
 ``CompetitionReport.from_dict`` of ``mlebench/grade_helpers.py`` (an InvalidSubmissionError or any other exception makes the

@@ -261,7 +261,73 @@ def grade_text_normalization(submission: pd.DataFrame, answers: pd.DataFrame) ->
     return accuracy_score(y_pred=submission[target_column].to_numpy(), y_true=answers[target_column].to_numpy())
 
 
+# ------------------------------------ mlebench/competitions/dogs-vs-cats-redux-kernels-edition/grade.py
+
+
+def grade_dogs_vs_cats(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    if "id" not in submission.columns:
+        raise InvalidSubmissionError("Submission is missing `id` column")
+    if "label" not in submission.columns:
+        raise InvalidSubmissionError("Submission is missing `label` column")
+    if set(submission["id"]) != set(answers["id"]):
+        raise InvalidSubmissionError("Submission and answers have different id's")
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError("Submission and answers have different lengths")
+    if not ((submission["label"] >= 0) & (submission["label"] <= 1)).all():
+        raise InvalidSubmissionError("All values in submission `label` column must be between 0 and 1.")
+    submission = submission.sort_values("id")
+    answers = answers.sort_values("id")
+    return log_loss(y_true=answers["label"], y_pred=submission["label"])
+
+
+# ------------------------------------ mlebench/competitions/new-york-city-taxi-fare-prediction/grade.py
+
+
+def grade_nyc_taxi(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    if "fare_amount" not in submission.columns:
+        raise InvalidSubmissionError("Submission should have a fare_amount column")
+    if "key" not in submission.columns:
+        raise InvalidSubmissionError("Submission should have a key column")
+    submission = submission.sort_values("key")
+    answers = answers.sort_values("key")
+    return root_mean_squared_error(answers["fare_amount"], submission["fare_amount"])
+
+
+# ------------------------------- mlebench/competitions/detecting-insults-in-social-commentary/grade.py
+
+
+def grade_detecting_insults(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    roc_auc_inputs = prepare_for_auroc_metric(submission=submission, answers=answers, id_col="Comment",
+                                              target_col="Insult")
+    return roc_auc_score(y_true=roc_auc_inputs["y_true"], y_score=roc_auc_inputs["y_score"])
+
+
+def prepare_for_auroc_metric(submission: pd.DataFrame, answers: pd.DataFrame, id_col: str, target_col: str) -> dict:
+    """mlebench/competitions/utils.py ``prepare_for_auroc_metric``."""
+    assert id_col in answers.columns and target_col in answers.columns
+    if id_col not in submission.columns:
+        raise InvalidSubmissionError(f"Submission should have an {id_col} column")
+    if target_col not in submission.columns:
+        raise InvalidSubmissionError(f"Submission should have a {target_col} column")
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError("Submission and answers should have the same number of rows")
+    try:
+        pd.to_numeric(submission[target_col])
+    except ValueError:
+        raise InvalidSubmissionError(f"Expected {target_col} column to be numeric")
+    if submission[target_col].min() < 0 or submission[target_col].max() > 1:
+        raise InvalidSubmissionError(f"Submission {target_col} column should contain probabilities")
+    submission = submission.sort_values(id_col)
+    answers = answers.sort_values(id_col)
+    if (submission[id_col].values != answers[id_col].values).any():
+        raise InvalidSubmissionError(f"Submission and answers should have the same {id_col} values")
+    return {"y_true": answers[target_col].to_numpy(), "y_score": submission[target_col].to_numpy()}
+
+
 GRADE_FUNCTIONS: dict[str, Callable[[pd.DataFrame, pd.DataFrame], float]] = {
+    "dogs-vs-cats-redux-kernels-edition": grade_dogs_vs_cats,
+    "new-york-city-taxi-fare-prediction": grade_nyc_taxi,
+    "detecting-insults-in-social-commentary": grade_detecting_insults,
     "text-normalization-challenge-english-language": grade_text_normalization,
     "spaceship-titanic": grade_spaceship_titanic,
     "spooky-author-identification": grade_spooky_author_identification,
