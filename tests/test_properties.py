@@ -262,8 +262,9 @@ def samples(draw):
 
 
 # Mutations that keep a submission valid, and ones that each make it invalid on their own.
-PRESERVING = ["shuffle_rows", "shuffle_columns", "ids_as_float"]
-BREAKING = ["drop_row", "duplicate_row", "foreign_id", "rename_column", "add_column", "drop_column",
+# An extra column is ignored by these graders, as MLE-bench's ignore it (issue 14).
+PRESERVING = ["shuffle_rows", "shuffle_columns", "ids_as_float", "add_column"]
+BREAKING = ["drop_row", "duplicate_row", "foreign_id", "rename_column", "drop_column",
             "nan_target", "text_in_numeric_target"]
 
 
@@ -291,12 +292,12 @@ def mutate(draw, sub: pd.DataFrame, name: str, id_column: str, targets: list[str
         sub.loc[sub.index[row], id_column] = "zz-not-an-id"
         return sub
     if name == "rename_column":
-        column = draw(st.sampled_from(list(sub.columns)))
+        column = draw(st.sampled_from([id_column, *targets]))
         return sub.rename(columns={column: column + "_x"})
     if name == "add_column":
         return sub.assign(**{"extra_" + id_column: 1})
     if name == "drop_column":
-        return sub.drop(columns=[draw(st.sampled_from(list(sub.columns)))])
+        return sub.drop(columns=[draw(st.sampled_from([id_column, *targets]))])
     if name == "nan_target":
         sub = sub.copy()
         column = draw(st.sampled_from(targets))
