@@ -133,9 +133,10 @@ def grade_submission(submission_path: Path, competition: Competition) -> Competi
             # MLE-bench takes the direction from the leaderboard's order (Grader.is_lower_better)
             lower_is_better = leaderboard_is_lower_better(scores)
             if lower_is_better != competition.is_lower_better:
-                log.warning("%s lists %s scores first but grader %s has %s better; medals follow the "
-                            "leaderboard, as in MLE-bench", competition.leaderboard_path,
-                            "low" if lower_is_better else "high", competition.grader.name,
+                log.warning("%s: MLE-bench's rule (lower is better when the first score, %s, is below the "
+                            "last, %s) says %s is better, grader %s says %s; medals follow MLE-bench's rule",
+                            competition.leaderboard_path, scores[0], scores[-1],
+                            "lower" if lower_is_better else "higher", competition.grader.name,
                             "lower" if competition.is_lower_better else "higher")
             report.update(
                 is_lower_better=lower_is_better,

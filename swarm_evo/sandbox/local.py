@@ -306,7 +306,8 @@ class LocalSandbox:
             max_output_bytes=self.max_output_bytes,
             owner=owner,
         )
-        return classify_disk_limit(result, self.disk_limit_mb, watcher)
+        # a stop by the watcher before the timeout is not a timeout (the supervisor's timer starts later)
+        return classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=started + timeout)
 
 
 def _read_report(fd: int, deadline: float) -> tuple[bytes, bool]:
