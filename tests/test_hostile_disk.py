@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from swarm_evo.config import RunConfig
-from swarm_evo.sandbox import DockerSandbox, LocalSandbox
+from swarm_evo.sandbox import DEFAULT_IMAGE, DockerSandbox, LocalSandbox
 from swarm_evo.sandbox.base import make_result
 from swarm_evo.sandbox.disk_limit import DISK_LIMIT_ERROR, DiskWatcher, classify_disk_limit, disk_usage_bytes
 from swarm_evo.sandbox.factory import make_sandbox
@@ -40,14 +40,14 @@ STOPPED_WITHIN = 5.0
 """Seconds: an execution stopped by the limit ends this long after its start at the latest
 (container creation included); the timeout is 4 times that."""
 OVERSHOOT_MB = 64
-"""Growth allowed past the limit (MiB). The watcher measures at most every
-``disk_limit.FAST_INTERVAL`` (10 ms) close to the limit, so the overshoot is what the program
-writes in that interval plus while it is being stopped (a signal to the supervisor; a
-``docker kill``, ~90 ms measured). These programs write 1 MiB chunks into the page cache at up
-to ~5 GB/s (55 MiB between two measurements 10 ms apart, measured with 2 CPUs), slower while
-being killed (writeback throttling). Measured over 8-10 runs each: local 4-22 MiB, local
-subreaper 16-22 MiB, Docker 17-47 MiB; 64 MiB (the limit itself) leaves room for a loaded host.
-At the default limit (4096 MiB) the same overshoot is about 1 %."""
+"""Growth allowed past the limit (MiB). Close to the limit the watcher measures every
+``disk_limit.FAST_INTERVAL`` (5 ms; a walk of this directory takes ~50 µs), so the overshoot is
+what the program writes in that interval plus while it is being stopped: a SIGTERM to the
+supervisor, which SIGKILLs the namespace's init (~1-4 ms), or a SIGKILL to the container's init
+through a pidfd (~1 ms; then ``docker kill``). These programs write 1 MiB chunks into the page
+cache at up to ~5.5 MiB/ms (measured on this 2-CPU host), so 5.5 × (5 + 5) ≈ 55 MiB at worst.
+Measured over 12 runs of disk_fill_many_files each: local 4-38 MiB, local subreaper 1-27 MiB,
+Docker 4-26 MiB. At the default limit (4096 MiB) that is about 1 %."""
 
 CASES = {
     "disk_fill_many_files": "wrote",
@@ -188,6 +188,33 @@ def test_a_file_past_the_size_limit_is_a_disk_limit_error(tmp_path: Path, exit_c
     assert out.exc_type == DISK_LIMIT_ERROR and not out.timed_out
     assert out.exc_info.startswith("a file outgrew sandbox.disk_limit_mb = 64 MiB (File too large)")
     assert out.stderr == res.stderr and out.term_out == res.term_out
+
+
+def test_container_init_is_killed_from_the_host_only_when_it_is_the_container(docker_client):
+    from swarm_evo.sandbox.docker_sandbox import _ContainerInit
+
+    class Impostor:  # a daemon in another PID namespace: its PID is some other process here
+        id = "0" * 64
+        attrs = {"State": {"Pid": os.getpid()}}
+
+        def reload(self):
+            pass
+
+    init = _ContainerInit()
+    init.open(Impostor())
+    assert not init.kill()  # never signalled: our cgroup does not name the container
+    init.close()
+
+    container = docker_client.containers.run(DEFAULT_IMAGE, ["sleep", "60"], detach=True)
+    try:
+        init.open(container)
+        started = time.monotonic()
+        assert init.kill()
+        assert container.wait(timeout=10)["StatusCode"] == 137 and time.monotonic() - started < 5
+        assert not init.kill()  # gone: the pidfd refuses, nothing else is hit
+    finally:
+        init.close()
+        container.remove(force=True)
 
 
 def test_disk_limit_mb_reaches_both_backends(docker_client):

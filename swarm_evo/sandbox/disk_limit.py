@@ -8,10 +8,11 @@ A program may fill only so much of the host's disk. Two mechanisms, on both back
   ``SIGXFSZ``. Sparse files count by their size here, so a ``truncate(10 GB)`` stops too.
 * **The node directory**: a :class:`DiskWatcher` thread of the run process measures the space
   the directory takes (:func:`disk_usage_bytes`) while the program runs and stops every process
-  of it once the execution has added more than the limit; the directory is measured again afterwards. The next
-  measurement comes before the space left could be filled at :data:`ASSUMED_WRITE_RATE` (or
-  the measured rate, if higher), every :data:`FAST_INTERVAL` s at the closest, so the overshoot
-  is about what the program writes in that interval plus the time it takes to stop it.
+  of it once the execution has added more than the limit; the directory is measured again
+  afterwards. The next measurement comes before the space left could be filled at
+  :data:`ASSUMED_WRITE_RATE` (or the measured rate, if higher), every :data:`FAST_INTERVAL` s
+  at the closest, so the overshoot is about what the program writes in that interval plus the
+  time it takes to stop it (tests/test_hostile_disk.py measures it).
 
 Either way the result is the program's failure :data:`DISK_LIMIT_ERROR` with one line naming
 ``sandbox.disk_limit_mb`` (:func:`classify_disk_limit`). Scratch space outside the directory
@@ -50,7 +51,7 @@ ASSUMED_WRITE_RATE = 8 * 1024**3
 """Bytes/s the watcher assumes a program may write (page-cache speed: 1 MiB writes measured
 5.5 GB/s on a 2-CPU host) when it has not measured more: the next measurement comes before
 half the space left could be filled at that rate (with 4096 MiB left: every 0.25 s; with
-160 MiB or less left: every :data:`FAST_INTERVAL`, or 5 × the walk's duration if longer)."""
+80 MiB or less left: every :data:`FAST_INTERVAL`, or 5 × the walk's duration if longer)."""
 
 WALK_COST_FACTOR = 5.0
 """The watcher waits at least this many times its last measurement's duration, so that a
