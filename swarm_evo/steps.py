@@ -49,8 +49,9 @@ RUN_REPORT_FILE = "run_report.json"
 # --------------------------------------------------------------------------- context
 def offline_context(session: RunSession, purpose: str, call_key: str) -> dict[str, Any]:
     """The structured context the offline model receives (docs/CONTRACTS.md): purpose, seed,
-    call key, fault and repair rates, the loci and the objective's ``competition`` or
-    ``problem`` entry."""
+    call key, fault and repair rates, the loci, the objective's ``competition`` or
+    ``problem`` entry, and ``packages``: what the sandbox's interpreter has installed (name ->
+    version, from the runtime probe), so the offline model only imports what is there."""
     return {
         "purpose": purpose,
         "seed": session.config.seed,
@@ -59,6 +60,7 @@ def offline_context(session: RunSession, purpose: str, call_key: str) -> dict[st
         "repair_rate": session.config.model.repair_rate,
         **session.objective.offline_view(),
         "loci": list(session.loci),
+        "packages": dict(session.runtime.packages),
     }
 
 

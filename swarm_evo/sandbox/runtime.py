@@ -17,8 +17,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "lightgbm", "xgboost", "catboost", "torch")
-"""Packages reported to the model when the runtime has them."""
+PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "lightgbm", "xgboost", "catboost", "optuna",
+            "pillow", "scikit-image", "torch", "torchvision", "timm")
+"""Packages reported to the model when the runtime has them (distribution names, as pip lists them)."""
+
+DISTRIBUTION_ALIASES = {"xgboost": ("xgboost", "xgboost-cpu")}
+"""Distributions installed under another name: ``xgboost-cpu`` is imported as ``xgboost``."""
 
 PROBE_MARKER = "SWARM_EVO_RUNTIME="
 
@@ -27,12 +31,15 @@ import json, os, platform, shutil, subprocess, sys
 from importlib import metadata
 
 PACKAGES = %(packages)r
+ALIASES = %(aliases)r
 packages = {}
 for name in PACKAGES:
-    try:
-        packages[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        pass
+    for dist in ALIASES.get(name, (name,)):
+        try:
+            packages[name] = metadata.version(dist)
+            break
+        except metadata.PackageNotFoundError:
+            pass
 
 def cgroup_memory_mb():
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
@@ -73,6 +80,7 @@ if shutil.which("nvidia-smi"):
 
 print("%(marker)s" + json.dumps({
     "python": platform.python_version(),
+    "executable": sys.executable,
     "machine": platform.machine(),
     "cores": len(os.sched_getaffinity(0)),
     "cpu_limit": cgroup_cpus(),
@@ -80,7 +88,7 @@ print("%(marker)s" + json.dumps({
     "gpus": gpus,
     "packages": packages,
 }))
-''' % {"packages": PACKAGES, "marker": PROBE_MARKER}
+''' % {"packages": PACKAGES, "aliases": DISTRIBUTION_ALIASES, "marker": PROBE_MARKER}
 """A program that prints one ``SWARM_EVO_RUNTIME={json}`` line describing its runtime."""
 
 
@@ -91,7 +99,7 @@ class RuntimeProbeError(RuntimeError):
 class RuntimeInfo(BaseModel):
     """The runtime a sandbox gives programs (from :data:`PROBE_PROGRAM`).
 
-    Fields: ``python`` version; ``machine`` (e.g. ``x86_64``); ``cores`` visible; ``cpu_limit``
+    Fields: ``python`` version; ``executable`` (the interpreter's path as the program sees it); ``machine`` (e.g. ``x86_64``); ``cores`` visible; ``cpu_limit``
     (CPUs of a cgroup quota, or None); ``memory_limit_mb`` (cgroup limit, or None);
     ``gpus`` (``"name, memory"`` per GPU from nvidia-smi); ``packages`` (name -> version).
     """
@@ -99,6 +107,7 @@ class RuntimeInfo(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     python: str
+    executable: str = ""
     machine: str = ""
     cores: int = 1
     cpu_limit: float | None = None
