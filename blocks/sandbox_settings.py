@@ -27,6 +27,9 @@ class SandboxSettings(Block):
     exec_timeout: float = Field(3600, gt=0, description="Seconds per execution.")
     max_output_bytes: int = Field(1_000_000, ge=1000)
     memory_limit_mb: int | None = Field(None, ge=64, description="Per program / per container, MiB.")
+    python: str | None = Field(
+        None, description="(local) interpreter or virtual environment that runs programs (default: .venv-programs)."
+    )
     image: str = Field(DEFAULT_IMAGE, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(
         None, description="(docker) none, all, a count N, or device ids such as [\"0\", \"1\"]."

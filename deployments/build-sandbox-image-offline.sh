@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the sandbox runtime image with no image registry (SPEC §10; ../shared/NOTES.md):
 # a Debian bookworm root filesystem from debootstrap, the pinned Python stack of
-# sandbox-requirements.txt in /opt/venv, then `docker import`. Equivalent to sandbox.Dockerfile.
+# requirements-tabular.txt (the `tabular` profile, the same file `swarm-evo env build` installs for
+# the local backend) in /opt/venv, then `docker import`. Equivalent to sandbox.Dockerfile.
 #
 #   bash deployments/build-sandbox-image-offline.sh [IMAGE]      (default swarm-evo-sandbox:latest)
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 IMAGE="${1:-swarm-evo-sandbox:latest}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-REQUIREMENTS="$HERE/sandbox-requirements.txt"
+REQUIREMENTS="$HERE/requirements-tabular.txt"
 
 die() { echo "build-sandbox-image-offline: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
@@ -38,7 +39,8 @@ trap cleanup EXIT
 
 start=$(date +%s)
 echo "[1/4] debootstrap bookworm into $ROOTFS"
-debootstrap --variant=minbase --include=python3,python3-venv \
+# libgomp1: LightGBM's OpenMP runtime (its wheel links the system's libgomp.so.1).
+debootstrap --variant=minbase --include=python3,python3-venv,libgomp1 \
   bookworm "$ROOTFS" "$MIRROR" >/tmp/swarm-evo-debootstrap.log 2>&1 \
   || { tail -20 /tmp/swarm-evo-debootstrap.log >&2; die "debootstrap failed (log: /tmp/swarm-evo-debootstrap.log)"; }
 
@@ -56,7 +58,7 @@ in_root() { chroot "$ROOTFS" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin H
 in_root python3 -m venv /opt/venv
 in_root /opt/venv/bin/pip install --quiet --no-cache-dir --disable-pip-version-check \
   --no-index --find-links /tmp/wheels -r /tmp/requirements.txt
-in_root /opt/venv/bin/python -c "import numpy, pandas, sklearn, scipy; print('python stack ok')"
+in_root /opt/venv/bin/python -c "import numpy, pandas, sklearn, scipy, lightgbm, xgboost, catboost, optuna, PIL, skimage; print('python stack ok')"
 umount "$ROOTFS/proc"
 
 echo "[3/4] trim"
@@ -73,6 +75,6 @@ tar -C "$ROOTFS" -c . | docker import \
   --change 'ENV LANG=C.UTF-8' \
   --change 'WORKDIR /workspace' \
   --change 'CMD ["python"]' \
-  --change "LABEL org.swarm-evo.sandbox=1 org.swarm-evo.requirements=$REQ_HASH" \
+  --change "LABEL org.swarm-evo.sandbox=1 org.swarm-evo.profile=tabular org.swarm-evo.requirements=$REQ_HASH" \
   - "$IMAGE" >/dev/null
 echo "built $IMAGE in $(( $(date +%s) - start )) s: $(docker image inspect -f '{{ .Size }}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}')"

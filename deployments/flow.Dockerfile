@@ -23,10 +23,12 @@ FROM ${BASE} AS build
 COPY . /src
 # --prefix installs only what /opt/venv lacks (the sandbox stack counts as installed and the
 # constraints keep it at its pins), so stage 2 adds just these files on top of the base image.
+# Programs then run with /opt/venv's interpreter, which holds the tabular profile: inside this
+# image the container is the sandbox, so the agent and its programs share one environment.
 RUN set -e; \
     if [ -s /src/build/pip-ca.pem ]; then export PIP_CERT=/src/build/pip-ca.pem; fi; \
     /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-warn-script-location \
-      --prefix /opt/overlay -c /src/deployments/sandbox-requirements.txt /src; \
+      --prefix /opt/overlay -c /src/deployments/requirements-tabular.txt /src; \
     rm -rf /src/build /src/*.egg-info; \
     find /src -name __pycache__ -prune -exec rm -rf {} +
 

@@ -29,6 +29,7 @@ from tasks.artifacts import (
     publish_run_report,
     start_progress,
 )
+from swarm_evo.sandbox.program_env import program_env_warning, resolve_program_python
 from tasks.gpu import ensure_gpu_limit
 from tasks.grade import grade_best, write_run_report
 from tasks.problem import evaluate_initial_program, write_auxiliary_metrics
@@ -50,6 +51,7 @@ def resolve_config(
     sandbox_block: str | None = None,
     policy: str | None = None,
     mlebench_repo: str | None = None,
+    python: str | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
     explicit parameters.
@@ -81,6 +83,7 @@ def resolve_config(
         "sandbox.backend": executor,
         "sandbox.image": image,
         "sandbox.gpus": gpus,
+        "sandbox.python": python,
         "search.policy": policy,
         "mlebench_repo": mlebench_repo,
     }
@@ -121,6 +124,7 @@ def two_phase_evo(
     policy: str | None = None,  # a str, not the Literal: served flows are pickled by value
     resume: str | None = None,
     mlebench_repo: str | None = None,
+    python: str | None = None,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -139,6 +143,8 @@ def two_phase_evo(
         executor: sandbox backend, ``local`` or ``docker`` (``sandbox.backend``).
         image: Docker sandbox image (``sandbox.image``).
         gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``; docker only).
+        python: interpreter or virtual environment that runs programs on the local backend
+            (``sandbox.python``; default: the program environment ``swarm-evo env build`` made).
         llm_block, sandbox_block: names of saved LLMSettings / SandboxSettings blocks.
         policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
@@ -146,7 +152,7 @@ def two_phase_evo(
         resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
             the competition or problem, configuration, model, seed, policy and LLM block come
             from its journal, so those parameters must be left unset; data_dir (when the data
-            moved), max_steps, time_limit, parallel_workers, executor, image, gpus and the
+            moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python and the
             blocks may change. The budget, epochs, phase, valid pool, agents and experience pool
             continue; steps that were in flight are redone.
 
@@ -169,6 +175,7 @@ def two_phase_evo(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
+        python=python,
     )
     name = problem if problem is not None else competition_id
     run_path = Path(run_dir) if run_dir else default_run_dir(Path(str(name)).name, config.seed)
@@ -195,7 +202,12 @@ def two_phase_evo(
     policy = record_policy(session.journal, config.search.policy)
     logger.info("run directory: %s (model %s, budget %s nodes, policy %s)", key, config.model.name,
                 config.search.max_steps, policy)
-    logger.info("sandbox: %s backend; %s; %s", config.sandbox.backend, session.device, session.packages)
+    logger.info("sandbox: %s backend; python %s (%s); %s; packages: %s", config.sandbox.backend,
+                session.runtime.python, session.runtime.executable, session.device, session.packages)
+    if config.sandbox.backend == "local":
+        warning = program_env_warning(resolve_program_python(config.sandbox.python), session.runtime)
+        if warning:
+            logger.warning(warning)
     for warning in session.probe_warnings:
         logger.warning("model preflight: %s", warning)
     if session.sandbox.gpu_limit:

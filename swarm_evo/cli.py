@@ -6,11 +6,13 @@
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
                   [--llm-block NAME] [--sandbox-block NAME] [--policy two_phase|greedy|random]
+                  [--python PYTHON_OR_VENV]
     swarm-evo resume RUN_DIR [--max-steps N] [--time-limit SEC] [--parallel-workers W]
                      [--executor local|docker] [--image IMAGE] [--gpus G] [--llm-block NAME]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
+    swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild]
     swarm-evo sweep --data-dir DATA_DIR --competitions A,B --seeds N --policies two_phase,greedy,random
                     --max-steps N --model M --out OUT_DIR [--deployment NAME]
 
@@ -57,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
     r.add_argument("--gpus", default=None,
                    help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
+    r.add_argument("--python", default=None,
+                   help="interpreter or virtual environment that runs programs on the local backend "
+                   "(default: the program environment `swarm-evo env build` made)")
     r.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     r.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     r.add_argument("--mlebench-repo", type=Path, default=None,
@@ -74,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--executor", choices=("local", "docker"), default=None)
     c.add_argument("--image", default=None)
     c.add_argument("--gpus", default=None)
+    c.add_argument("--python", default=None, help="interpreter or virtual environment that runs programs")
     c.add_argument("--llm-block", default=None, help="saved LLMSettings block (default: the run's own)")
     c.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
 
@@ -93,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     from swarm_evo.sweep_cli import add_sweep_parser
 
     add_sweep_parser(sub)
+
+    from swarm_evo.env_cli import add_env_parser
+
+    add_env_parser(sub)
     return parser
 
 
@@ -149,8 +159,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
             print(f"warning: model '{probe.model}': {probe.warning}", file=sys.stderr)
     if run_dir is not None:
         check_run_dir(run_dir, objective, config.search.policy)
-    _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime
-    print(f"sandbox: {config.sandbox.backend} ({runtime.device})")
+    _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime, program interpreter
+    print(f"sandbox: {config.sandbox.backend} ({runtime.device}); python {runtime.python} ({runtime.executable}); "
+          f"packages: {runtime.package_list}")
     return objective
 
 
@@ -193,7 +204,7 @@ def _run(args) -> int:
     overrides = dict(
         model=args.model, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
-        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy,
+        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy, python=args.python,
         mlebench_repo=str(args.mlebench_repo.expanduser().resolve()) if args.mlebench_repo else None,
     )
     # Validate everything before the flow starts, so bad input costs nothing.
@@ -244,7 +255,7 @@ def _resume(args) -> int:
     llm_block = args.llm_block or info.llm_block
     overrides = dict(
         max_steps=args.max_steps, parallel_workers=args.parallel_workers, time_limit=args.time_limit,
-        executor=args.executor, image=args.image, gpus=args.gpus,
+        executor=args.executor, image=args.image, gpus=args.gpus, python=args.python,
     )
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)
@@ -265,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         from swarm_evo.eval_cli import run_eval
 
         return run_eval(args)
+    if args.command == "env":
+        from swarm_evo.env_cli import run_env
+
+        return run_env(args)
     if args.command == "sweep":  # bad input -> exit 2 inside run_sweep
         from swarm_evo.sweep_cli import run_sweep
 

@@ -137,6 +137,11 @@ class SandboxConfig(_Section):
         description="local: data-segment limit (RLIMIT_DATA) per program; docker: container memory "
         "limit, swap included (default for both: 80 % of host memory / parallel_workers).",
     )
+    python: str | None = Field(
+        None, min_length=1,
+        description="(local) interpreter, or virtual environment directory, that runs programs (default: the "
+        "program environment `swarm-evo env build` made, .venv-programs, else the project's own interpreter).",
+    )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(
         None, description="(docker) none, all, a count N, or device ids [0, 1] / '0,1'."

@@ -41,6 +41,21 @@ def data_dir(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def programs_python() -> str:
+    """The interpreter of the program environment (`swarm-evo env build`, profile tabular: the
+    Kaggle stack), which `.ci/run` builds before the tests (cached by its requirements hash).
+
+    Fails (never skips) when it is missing: running programs that import LightGBM, XGBoost and
+    CatBoost is a feature under test. ``SWARM_EVO_PROGRAMS_PYTHON`` names another interpreter.
+    """
+    from swarm_evo.sandbox.program_env import DEFAULT_ENV_DIR, env_python, read_marker
+
+    if os.environ.get("SWARM_EVO_PROGRAMS_PYTHON"):
+        return os.environ["SWARM_EVO_PROGRAMS_PYTHON"]
+    if read_marker(DEFAULT_ENV_DIR) is None:
+        pytest.fail(f"no program environment at {DEFAULT_ENV_DIR}: run `.venv/bin/swarm-evo env build` (see .ci/run)")
+    return str(env_python(DEFAULT_ENV_DIR))
 
 
 def _our_containers(client) -> list:

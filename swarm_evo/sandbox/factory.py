@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from swarm_evo.sandbox.base import Sandbox
 from swarm_evo.sandbox.docker_sandbox import DockerSandbox
 from swarm_evo.sandbox.local import LocalSandbox
+from swarm_evo.sandbox.program_env import resolve_program_python
 
 if TYPE_CHECKING:
     from swarm_evo.config import RunConfig
@@ -48,6 +49,7 @@ def make_sandbox(config: RunConfig) -> Sandbox:
             disk_limit_mb=cfg.disk_limit_mb,
         )
     return LocalSandbox(
+        python=resolve_program_python(cfg.python).path,
         max_output_bytes=cfg.max_output_bytes,
         memory_limit_mb=cfg.memory_limit_mb,
         num_threads=threads,

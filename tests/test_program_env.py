@@ -1,0 +1,189 @@
+"""The program environment (issue 15): which interpreter runs programs, how it is built, and
+that programs importing the Kaggle stack run on both backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swarm_evo.sandbox import program_env
+from swarm_evo.sandbox.local import LocalSandbox
+from swarm_evo.sandbox.program_env import (
+    ProgramEnvError,
+    build_program_env,
+    explain_pip_failure,
+    program_env_warning,
+    read_marker,
+    resolve_program_python,
+)
+from swarm_evo.sandbox.runtime import RuntimeInfo, describe_runtime
+
+KAGGLE_PROGRAM = r'''
+import numpy as np, pandas as pd
+import lightgbm, xgboost, catboost, optuna, PIL.Image, skimage.feature
+X = np.random.RandomState(0).rand(300, 4)
+y = (X[:, 0] + X[:, 1] > 1).astype(int)
+scores = {
+    "lightgbm": lightgbm.LGBMClassifier(n_estimators=20, verbose=-1, n_jobs=1).fit(X, y).score(X, y),
+    "xgboost": xgboost.XGBClassifier(n_estimators=20, n_jobs=1).fit(X, y).score(X, y),
+    "catboost": catboost.CatBoostClassifier(iterations=20, verbose=0, thread_count=1).fit(X, y).score(X, y),
+}
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+study.optimize(lambda t: (t.suggest_float("x", -2, 2) - 1) ** 2, n_trials=5)
+image = PIL.Image.fromarray((X[:16, :1].reshape(4, 4) * 255).astype("uint8"))
+hog = skimage.feature.hog(np.asarray(image.resize((16, 16))) / 255.0, pixels_per_cell=(8, 8), cells_per_block=(1, 1))
+pd.DataFrame({"id": [0], "score": [min(scores.values())]}).to_csv("submission/submission.csv", index=False)
+print("SCORES", {k: round(v, 3) for k, v in scores.items()}, "optuna", len(study.trials), "hog", hog.shape)
+'''
+
+
+# --------------------------------------------------------------------------- which interpreter
+def test_configured_interpreter_or_venv_dir(tmp_path, programs_python):
+    env_dir = Path(programs_python).parents[1]
+    assert resolve_program_python(str(env_dir)).path == str(Path(programs_python).absolute())
+    chosen = resolve_program_python(programs_python)
+    assert (chosen.path, chosen.source, chosen.warning) == (programs_python, "sandbox.python", None)
+
+
+def test_missing_configured_interpreter_names_the_setting_and_the_fix(tmp_path):
+    with pytest.raises(ProgramEnvError, match=r"sandbox.python '.*nope'.*swarm-evo env build --path DIR"):
+        resolve_program_python(str(tmp_path / "nope"))
+
+
+def test_default_is_the_built_environment_else_the_project_interpreter(tmp_path, monkeypatch, programs_python):
+    if program_env.read_marker(program_env.DEFAULT_ENV_DIR) is not None:
+        assert resolve_program_python(None).source == "program environment"
+    monkeypatch.setattr(program_env, "DEFAULT_ENV_DIR", tmp_path / "absent")
+    fallback = resolve_program_python(None)
+    assert fallback.path == sys.executable and fallback.source == "project interpreter"
+    assert "swarm-evo env build" in fallback.warning
+    bare = RuntimeInfo(python="3.11", packages={"numpy": "2"})
+    assert program_env_warning(fallback, bare) == fallback.warning
+    full = RuntimeInfo(python="3.11", packages={"lightgbm": "4", "xgboost": "3", "catboost": "1"})
+    assert program_env_warning(fallback, full) is None  # the flow image: one environment on purpose
+    assert program_env_warning(resolve_program_python(programs_python), bare) is None
+
+
+def test_run_with_a_missing_python_is_bad_input(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "swarm_evo.cli", "run", "--problem", "circle-packing", "--max-steps", "1",
+         "--python", str(tmp_path / "venv"), "--run-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "sandbox.python" in proc.stderr and "swarm-evo env build" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------------------- building it
+@pytest.fixture
+def tiny_profile(tmp_path, monkeypatch):
+    """A `tabular` profile whose requirements install nothing (no network): the build's steps,
+    its marker and its cache run for real on an empty list."""
+    deployments = tmp_path / "deployments"
+    deployments.mkdir()
+    (deployments / "requirements-tabular.txt").write_text("# nothing to install\n")
+    monkeypatch.setattr(program_env, "DEPLOYMENTS", deployments)
+    monkeypatch.setitem(program_env.PROFILES, "tabular", ("json", "sqlite3"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    return deployments / "requirements-tabular.txt"
+
+
+def test_build_writes_a_marker_and_is_cached_by_the_requirements_hash(tmp_path, tiny_profile):
+    lines: list[str] = []
+    env_dir = tmp_path / "env"
+    first = build_program_env("tabular", env_dir, progress=lines.append)
+    assert first["built"] and read_marker(env_dir)["requirements_hash"] == first["requirements_hash"]
+    assert any(line.startswith("[1/3]") for line in lines) and any(line.startswith("[3/3]") for line in lines)
+    assert json.loads((env_dir / "swarm-evo-env.json").read_text())["packages"] == {"json": first["packages"]["json"],
+                                                                                    "sqlite3": ""}
+    again = build_program_env("tabular", env_dir, progress=lines.append)
+    assert again["built"] is False and "up to date" in lines[-1]
+    tiny_profile.write_text("# a changed pin\n")
+    assert build_program_env("tabular", env_dir, progress=lines.append)["built"]
+    assert resolve_program_python(str(env_dir)).path == str(env_dir / "bin" / "python")
+
+
+def test_failed_install_names_the_package_and_leaves_no_marker(tmp_path, tiny_profile):
+    tiny_profile.write_text("no-such-package-swarm-evo==1.0\n")
+    with pytest.raises(ProgramEnvError, match=r"no-such-package-swarm-evo==1.0.*fix: change the pin"):
+        build_program_env("tabular", tmp_path / "env", progress=lambda _line: None)
+    assert read_marker(tmp_path / "env") is None  # the next build starts over
+
+
+def test_build_refuses_a_directory_that_is_not_an_environment(tmp_path, tiny_profile):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("keep me")
+    proc = subprocess.run([sys.executable, "-m", "swarm_evo.cli", "env", "build", "--path", str(tmp_path / "mine")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not a program environment" in proc.stderr
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "keep me"
+
+
+def test_unknown_profile_and_pip_messages():
+    with pytest.raises(ProgramEnvError, match="unknown profile 'gpu'"):
+        program_env.requirements_file("gpu")
+    req = Path("requirements-tabular.txt")
+    offline = "WARNING: Retrying ... Failed to establish a new connection\nERROR: No matching distribution found for lightgbm==4.7.0"
+    assert "package index cannot be reached" in explain_pip_failure(offline, req)
+    assert "lightgbm==4.7.0" in explain_pip_failure(offline, req)
+    assert explain_pip_failure("ERROR: something odd\n", req).endswith("ERROR: something odd")
+
+
+def test_deep_profile_includes_the_tabular_pins():
+    deep = program_env.requirements_file("deep").read_text()
+    assert "-r requirements-tabular.txt" in deep and "torch==" in deep and "timm==" in deep
+    tabular_hash = program_env.requirements_hash("tabular")
+    assert program_env.requirements_hash("deep") != tabular_hash
+
+
+# --------------------------------------------------------------------------- programs on both backends
+def _run_kaggle_program(sandbox, tmp_path: Path) -> str:
+    public = tmp_path / "public"
+    public.mkdir(exist_ok=True)
+    result = sandbox.execute(KAGGLE_PROGRAM, tmp_path / "node", public, timeout=300)
+    assert result.ok, result.term_out[-3000:]
+    assert (tmp_path / "node" / "submission" / "submission.csv").exists()
+    return result.stdout
+
+
+def test_kaggle_stack_runs_on_the_local_backend_and_the_probe_lists_it(tmp_path, programs_python):
+    sandbox = LocalSandbox(python=programs_python, parallel_workers=1)
+    out = _run_kaggle_program(sandbox, tmp_path)
+    assert "'lightgbm': " in out and "optuna 5" in out and "hog (36,)" in out
+    runtime = describe_runtime(sandbox)
+    for name in ("lightgbm", "xgboost", "catboost", "optuna", "pillow", "scikit-image"):
+        assert name in runtime.packages, runtime.packages
+    assert runtime.executable == programs_python
+    assert "lightgbm==" in runtime.package_list
+
+
+def test_kaggle_stack_runs_in_the_docker_image_built_from_the_same_requirements(tmp_path, docker_client,
+                                                                              programs_python):
+    from swarm_evo.sandbox import DEFAULT_IMAGE, DockerSandbox
+
+    labels = docker_client.images.get(DEFAULT_IMAGE).labels
+    assert labels.get("org.swarm-evo.requirements") == _file_hash(program_env.requirements_file("tabular"))
+    sandbox = DockerSandbox(image=DEFAULT_IMAGE, parallel_workers=1)
+    out = _run_kaggle_program(sandbox, tmp_path)
+    assert "'catboost': " in out
+    docker_runtime = describe_runtime(sandbox)
+    local_runtime = describe_runtime(LocalSandbox(python=programs_python, parallel_workers=1))
+    assert docker_runtime.packages == local_runtime.packages  # one requirements file, one stack
+
+
+def _file_hash(path: Path) -> str:
+    """The offline image build's label: ``sha256sum FILE | cut -c1-16``."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def test_programs_python_is_not_the_project_interpreter(programs_python):
+    assert os.path.realpath(Path(programs_python).parents[1]) != os.path.realpath(sys.prefix)
