@@ -48,11 +48,25 @@ def _failed_generation(session, run_dir: str, node_id: str, request, exc: BaseEx
 
 
 def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | State:
-    """select → generate (+ static check and self-fix) → execute → debug chain → review → append."""
-    logger = get_run_logger()
+    """select → generate (+ static check and self-fix) → execute → debug chain → review → append.
+
+    Whatever happens after selection, the request's claims end with the step: a merge's gene
+    plan leaves ``plans_in_flight`` and a greedy debug's leaf ``debugs_in_flight``, so a step
+    that crashed (a sandbox error, a Prefect crash) does not steer the novelty guard away from
+    that plan for the rest of the run (issue 16).
+    """
     session = get_session(run_dir)
     started = time.perf_counter()
     request: steps.OperationRequest = select(run_dir, slot)
+    try:
+        return _take_step(session, run_dir, slot, epoch, request, started)
+    finally:
+        steps.release_request(session, request)
+
+
+def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: float) -> dict | State:
+    """The step after selection (:func:`run_step`)."""
+    logger = get_run_logger()
     node_id = new_node_id()
     try:
         generated = generate(run_dir, node_id, request)
@@ -62,7 +76,6 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
             return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
         steps.check_limits(session)  # the cost limit stops the run
         logger.info("slot %s not started: %s", slot, exc)  # a run limit came first: no node
-        steps.release_request(session, request)
         session.budget.release(slot)
         return None
     except Exception as exc:  # retries for transient errors already ran inside the task

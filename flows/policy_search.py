@@ -45,19 +45,9 @@ def select_greedy(run_dir: str, slot: int) -> steps.OperationRequest:
 
 @flow(name="greedy-step", flow_run_name="greedy-slot{slot}")
 def greedy_step(run_dir: str, slot: int, epoch: int):
-    """One greedy-policy step (AIDE ``Agent.step``) taken through the shared step body."""
-    requests: list[steps.OperationRequest] = []
-
-    def select(run_dir: str, slot: int) -> steps.OperationRequest:
-        request = select_greedy(run_dir, slot)
-        requests.append(request)
-        return request
-
-    try:
-        return run_step(run_dir, slot, epoch, select)
-    finally:  # a step that crashed before appending must not keep its leaf claimed
-        for request in requests:
-            steps.release_request(get_session(run_dir), request)
+    """One greedy-policy step (AIDE ``Agent.step``) taken through the shared step body (which
+    ends the claim on a debugged leaf even when the step crashes)."""
+    return run_step(run_dir, slot, epoch, select_greedy)
 
 
 @flow(name="policy-search", flow_run_name="{policy}-search")
