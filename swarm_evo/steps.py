@@ -115,7 +115,8 @@ def operation_context(session: RunSession, slot: int, operation: str) -> tuple[s
         "experience": session.experience.examples(
             operation, session.config.agents.experience_top_k, journal=session.journal
         ),
-        "evolution_log": build_evolution_log(session.journal, catalogue=session.objective.directions()),
+        "evolution_log": build_evolution_log(session.journal, catalogue=session.objective.directions(),
+                                             text_data=session.objective.has_text_data()),
     }
 
 

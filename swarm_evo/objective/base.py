@@ -76,6 +76,10 @@ class Objective(Protocol):
         default ML catalogue."""
         ...
 
+    def has_text_data(self) -> bool:
+        """True when the inputs include free text (the Evolution Log's text-only directions)."""
+        ...
+
     def static_check(self, code: str) -> list[str]:
         """Problems found without running the program (seed 003), phrased for the model."""
         ...

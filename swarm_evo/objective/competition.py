@@ -20,6 +20,7 @@ from swarm_evo.competition import (
 )
 from swarm_evo.competition.description import prompt_description
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
+from swarm_evo.competition.text_columns import has_free_text
 from swarm_evo.data_preview import preview_data
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
@@ -50,6 +51,7 @@ class CompetitionObjective:
         self.is_lower_better = competition.is_lower_better
         self.agent_texts_dir = templates_dir() / "agents"
         self._preview: str | None = None
+        self._text_data: bool | None = None
 
     @property
     def public_dir(self) -> Path:
@@ -103,6 +105,13 @@ class CompetitionObjective:
     def directions(self) -> None:
         """The Evolution Log's default ML catalogue applies."""
         return None
+
+    def has_text_data(self) -> bool:
+        """A free-text column in the public train.csv (computed once;
+        :func:`swarm_evo.competition.text_columns.has_free_text`)."""
+        if self._text_data is None:
+            self._text_data = has_free_text(self.competition.public_dir)
+        return self._text_data
 
     def static_check(self, code: str) -> list[str]:
         """Markers, compiles, writes submission.csv, prints the metric line (seed 003)."""

@@ -145,6 +145,10 @@ class ProblemObjective:
         """The problem's own ideas (problem.yaml ``directions``), offered until tried."""
         return [(text, ()) for text in self.problem.directions]
 
+    def has_text_data(self) -> bool:
+        """Problems have no text inputs for the ML catalogue (their directions are their own)."""
+        return False
+
     def static_check(self, code: str) -> list[str]:
         """Compiles, carries every section marker, defines the entry function at top level."""
         errors: list[str] = []
