@@ -128,6 +128,14 @@ def previous_plan_keys(journal: Journal, loci: Sequence[str] = LOCI) -> set[tupl
     return keys
 
 
+def genome_keys(journal: Journal, loci: Sequence[str] = LOCI) -> set[tuple[str | None, ...]]:
+    """The genome of every node in the journal as a plan key (gene ids in loci order, None for
+    an absent locus), for the novelty guard: a merge plan equal to an existing node's genome
+    would rebuild that node (e.g. a mutate child plus its parent's original gene is the
+    parent; seen in a 30-step run, issue 16), so it counts as already tried."""
+    return {tuple(gene_id(n.genes[l]) if l in n.genes else None for l in loci) for n in journal.nodes if n.genes}
+
+
 def _is_degenerate(genes: dict[str, GeneCandidate]) -> bool:
     return len(genes) > 1 and len({c.source_node_id for c in genes.values()}) == 1
 

@@ -45,7 +45,7 @@ from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjectiv
 from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
-from swarm_evo.selection import previous_plan_keys
+from swarm_evo.selection import genome_keys, previous_plan_keys
 
 _SESSIONS: dict[str, RunSession] = {}
 _RUNTIMES: dict[str, RuntimeInfo] = {}
@@ -158,8 +158,10 @@ class RunSession:
         return path
 
     def merged_plan_keys(self) -> set[tuple]:
-        """Gene-plan keys already merged (journal) or being merged now (novelty guard input)."""
-        return previous_plan_keys(self.journal, self.loci) | set(self.plans_in_flight)
+        """Gene-plan keys already tried (novelty guard input): plans merged (journal) or being
+        merged now, and the genome of every existing node (a plan equal to one rebuilds it)."""
+        return (previous_plan_keys(self.journal, self.loci) | genome_keys(self.journal, self.loci)
+                | set(self.plans_in_flight))
 
 
 def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None,

@@ -33,6 +33,7 @@ from swarm_evo.run_report import write_run_report as save_run_report
 from swarm_evo.selection import (
     choose_phase2_operation,
     draft_history,
+    genome_keys,
     primary_parent,
     select_gene_plan,
     select_mutation_target,
@@ -169,6 +170,8 @@ def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
             plan = select_gene_plan(
                 journal, len(journal) + 1, previous_plans=session.merged_plan_keys(), loci=session.loci
             )
+            if plan is not None and plan.novelty_exhausted and plan.key() in genome_keys(journal, session.loci):
+                plan = None  # every swap still rebuilds an existing node exactly (issue 16): mutate instead
             if plan is not None:
                 session.plans_in_flight.add(plan.key())
         if plan is not None:

@@ -307,3 +307,54 @@ def test_draft_history():
         (1, "LightGBM + 5-fold CV", 0.81), (2, "CatBoost", None), (3, "MLP", None),
         (5, "kNN", None), (6, "Blend two linear models", None),
     ]
+
+
+# ---------------------------------------------------------------- issue 16: no merge rebuilds a node
+def _genome_journal() -> Journal:
+    """A pool whose best-gene plan is node c's genome exactly (found by a search over small
+    random pools: c = a's DATA and MODEL with d's LOSS, the way a mutate child looks)."""
+    def genes(d, m, l):
+        return {"genes": {"DATA": f"data_{d} = build_data(seed=1234)\n", "MODEL": f"model_{m} = build_model(seed=1234)\n",
+                          "LOSS": f"loss_{l} = build_loss(seed=1234)\n"}}
+
+    return journal(("a", 0.2, genes("y", "z", "x")), ("b", 0.64, genes("y", "y", "x")),
+                   ("c", 0.19, genes("x", "z", "x")), ("d", 0.56, genes("y", "y", "y")))
+
+
+def test_plan_equal_to_an_existing_genome_is_swapped_away():
+    from swarm_evo.selection import genome_keys
+
+    j = _genome_journal()
+    genomes = genome_keys(j, LOCI3)
+    assert len(genomes) == 4
+    assert select_gene_plan(j, 5, loci=LOCI3).key() in genomes  # without the genomes: a copy of a node
+    plan = select_gene_plan(j, 5, genomes, loci=LOCI3)
+    assert plan.key() not in genomes and plan.novelty_swaps and not plan.novelty_exhausted
+
+
+def test_session_novelty_input_holds_every_genome_and_a_hopeless_merge_mutates(tmp_path, monkeypatch, data_dir):
+    from swarm_evo import steps
+    from swarm_evo.config import RunConfig
+    from swarm_evo.llm import client
+    from swarm_evo.selection import genome_keys
+    from swarm_evo.session import open_session
+
+    config = RunConfig().with_overrides({"search.max_steps": 9})
+    session = open_session(competition_id="spaceship-titanic", data_dir=data_dir, run_dir=tmp_path / "run",
+                           config=config, endpoint=client.endpoint_for(config.model))
+    parent = make_node(0.9, code=program_full("p"))
+    child = make_node(0.8, code=program_full("p", MODEL="model_q = build_model(seed=1234)\n"),
+                      operation="mutate", phase=2, parent_id=parent.id)
+    for n in (parent, child):
+        session.journal.append(n)
+    assert genome_keys(session.journal, session.loci) <= session.merged_plan_keys()
+    # only two nodes differing at one locus: every plan is one of them, so the step mutates
+    monkeypatch.setattr(steps, "choose_phase2_operation", lambda journal, rng, p: "merge")
+    request = steps.prepare_phase2(session, 3)
+    assert request.operation == "mutate" and not session.plans_in_flight
+
+
+def program_full(tag: str, **overrides: str) -> str:
+    body = {l: f"{l.lower()}_{tag} = build_{l.lower()}(seed=1234)\n" for l in G.LOCI}
+    body.update(overrides)
+    return "import numpy as np\n" + "".join(f"# [SECTION: {l}]\n{body[l]}" for l in G.LOCI)
