@@ -12,16 +12,22 @@ from tasks.artifacts import publish_node_table
 
 
 @flow(name="phase1-draft")
-def phase1_draft(run_dir: str, first_epoch: int = 0) -> int:
+def phase1_draft(run_dir: str, first_epoch: int = 0, unfinished_steps: int = 0) -> int:
     """Run whole draft epochs; after each, stop when the valid pool has ≥ K nodes (the epoch
-    that just ran was the last), or at budget or time limit. Returns the global epoch count."""
+    that just ran was the last), or at budget or time limit. A resumed run first finishes its
+    interrupted epoch ``first_epoch`` with its ``unfinished_steps`` (decision A). Returns the
+    global epoch count."""
     logger = get_run_logger()
     session = get_session(run_dir)
     search, budget, journal = session.config.search, session.budget, session.journal
-    epoch = first_epoch
+    epoch, pending = first_epoch, unfinished_steps
     while not session.finished:
-        epoch += 1
-        run_epoch(run_dir, draft_step, epoch, min(search.steps_per_epoch, budget.remaining))
+        if pending:
+            n_steps, pending = min(pending, budget.remaining), 0
+        else:
+            epoch += 1
+            n_steps = min(search.steps_per_epoch, budget.remaining)
+        run_epoch(run_dir, draft_step, epoch, n_steps)
         publish_node_table(run_dir)
         evolve_agents(run_dir, epoch)  # when due: every agents.evolution_interval global epochs
         valid = len(journal.valid_pool())

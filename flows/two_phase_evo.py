@@ -21,7 +21,7 @@ from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
 from swarm_evo.llm.client import endpoint_for
-from swarm_evo.resume import check_policy, read_run_info
+from swarm_evo.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.session import RunStoppedError, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
@@ -223,9 +223,12 @@ def two_phase_evo(
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
     if policy == "two_phase":
-        phase1_done = journal.count(phase=2) > 0 or len(journal.valid_pool()) >= config.search.phase1_target_nodes
+        epoch, unfinished = unfinished_phase1_epoch(journal, config.search.steps_per_epoch)
+        phase1_done = journal.count(phase=2) > 0 or (
+            len(journal.valid_pool()) >= config.search.phase1_target_nodes and not unfinished
+        )
         if not phase1_done:
-            epoch = phase1_draft(run_dir=key, first_epoch=epoch)
+            epoch = phase1_draft(run_dir=key, first_epoch=epoch, unfinished_steps=unfinished)
         epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
     else:
         epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)

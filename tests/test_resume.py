@@ -261,3 +261,27 @@ def test_time_limit_continues_across_resumes(tmp_path, breast_cancer):
         assert again.budget.elapsed() >= 50.0 and again.budget.time_up()
     finally:
         close_session(run_dir)
+
+
+def test_resume_finishes_an_interrupted_phase1_epoch_before_phase2(prefect_server, tmp_path, breast_cancer):
+    """Issue 16, defect 4 (decision A: Phase 1 ends after a whole epoch). A run whose budget
+    ran out 3 steps into a 4-step epoch, with the valid pool already at K = 2, resumes by
+    drafting the epoch's 4th step; Phase 2 starts only after it."""
+    import yaml
+
+    from flows.two_phase_evo import two_phase_evo
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 4, "phase1_target_nodes": 2,
+                                                 "parallel_workers": 1},
+                                      "model": {"fault_rate": 0.0}}))
+    run_dir = tmp_path / "run"
+    two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(breast_cancer), run_dir=str(run_dir),
+                  max_steps=3, seed=0, config_path=str(config))
+    first = json.loads((run_dir / "journal.json").read_text())["nodes"]
+    assert [(n["epoch"], n["phase"]) for n in first] == [(1, 1)] * 3
+    assert sum(not n["is_buggy"] for n in first) >= 2  # K reached inside the unfinished epoch
+    two_phase_evo(resume=str(run_dir), max_steps=6)
+    nodes = json.loads((run_dir / "journal.json").read_text())["nodes"]
+    assert [(n["epoch"], n["phase"], n["operation"]) for n in nodes[3:4]] == [(1, 1, "draft")]
+    assert all(n["phase"] == 2 and n["epoch"] >= 2 for n in nodes[4:]) and len(nodes) == 6
