@@ -99,6 +99,10 @@ def run_prefect(args) -> dict:
 
     frequency = args.heartbeat_frequency if args.heartbeats == "on" else None
     extra = {"policy": args.policy} if args.policy else {}
+    config = Path(args.run_dir).with_suffix(".config.yaml")  # search.subflow_heartbeats (issue 16)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n")
+    extra["config_path"] = str(config)
     with prefect_test_harness(server_startup_timeout=180):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: frequency}):
             started = time.perf_counter()
@@ -238,6 +242,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=("prefect", "plain"), required=True)
     parser.add_argument("--heartbeats", choices=("on", "off"), default="on")
     parser.add_argument("--heartbeat-frequency", type=int, default=PRODUCTION_HEARTBEAT_SECONDS)
+    parser.add_argument("--subflow-heartbeats", choices=("on", "off"), default="off",
+                        help="search.subflow_heartbeats: heartbeats for step and debug-attempt subflows too")
     parser.add_argument("--competition-id", required=True)
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--run-dir", type=Path, required=True)

@@ -8,9 +8,11 @@ configuration, each in its own process against its own temporary Prefect API
     python benchmarks/orchestration_overhead.py [--competition-id sklearn-breast-cancer]
         [--data-dir D] [--max-steps 12] [--seed 0] [--repeats 3] [--configs on,off,plain]
 
-Configurations: ``on`` (heartbeats at Prefect 3.8's default frequency, 180 s; the setting
-accepts >= 30 s or None), ``off`` (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests)
-and ``plain`` (the same search code with Prefect removed: tasks and flows called as plain
+Configurations: ``on`` (heartbeats at Prefect 3.8's default frequency, 180 s, for every flow
+run, subflows included: ``search.subflow_heartbeats: true``; the setting accepts >= 30 s or
+None), ``top`` (the default since issue 16: heartbeats for the top-level and phase flow runs
+only, step and debug-attempt subflows without; ``flows/_subflow.py``), ``off``
+(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests) and ``plain`` (the same search code with Prefect removed: tasks and flows called as plain
 functions, no API; the baseline for "how much of it is Prefect").
 
 Per node, from the journal (``node.metadata["timings"]``, written by ``steps.assemble_node``):
@@ -45,6 +47,7 @@ from _search_run import (
 
 LABELS = {
     "on": "heartbeats on",
+    "top": "top-level only",
     "off": "heartbeats off",
     "plain": "no Prefect",
 }
@@ -73,13 +76,13 @@ def _stats(results: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_search_arguments(parser, max_steps_help="budget (> 10: Phase 1 is one epoch of 10 drafts)")
-    parser.add_argument("--configs", default="on,off,plain", help="comma-separated: on, off, plain")
+    parser.add_argument("--configs", default="on,top,off,plain", help="comma-separated: on, top, off, plain")
     parser.add_argument("--heartbeat-frequency", type=int, default=PRODUCTION_HEARTBEAT_SECONDS)
     parser.add_argument("--keep", type=Path, default=None, help="keep runs and logs in this directory")
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     if unknown := set(configs) - set(LABELS):
-        parser.error(f"unknown configurations {sorted(unknown)}; use on, off, plain")
+        parser.error(f"unknown configurations {sorted(unknown)}; use on, top, off, plain")
 
     with tempfile.TemporaryDirectory(prefix="swarm-evo-overhead-") as tmp:
         scratch = (args.keep or Path(tmp)).resolve()
@@ -94,7 +97,8 @@ def main() -> None:
                 result = spawn(
                     f"{config}-r{rep}", scratch,
                     mode="plain" if config == "plain" else "prefect",
-                    heartbeats=None if config == "plain" else config,
+                    heartbeats=None if config == "plain" else ("off" if config == "off" else "on"),
+                    subflow_heartbeats=None if config == "plain" else ("on" if config == "on" else "off"),
                     heartbeat_frequency=args.heartbeat_frequency,
                     competition_id=args.competition_id, data_dir=data_dir, max_steps=args.max_steps,
                     seed=args.seed, parallel_workers=1,
@@ -125,12 +129,12 @@ def main() -> None:
                   f"(+{on['all_in'] - off['all_in']:.3f} s per node)")
         if "plain" in stats:
             plain = stats["plain"]["all_in"]
-            for config in ("on", "off"):
+            for config in ("on", "top", "off"):
                 if config in stats:
                     share = 1 - plain / stats[config]["all_in"]
                     print(f"Prefect's share of the all-in orchestration, {LABELS[config]}: {share:.0%} "
                           f"({stats[config]['all_in'] - plain:.3f} of {stats[config]['all_in']:.3f} s per node; "
-                          f"without Prefect {plain:.3f} s)")
+                          f"without Prefect {plain:.3f} s; ratio to no Prefect {stats[config]['all_in'] / plain:.1f}x)")
         first = next(iter(stats.values()), None)
         if first and first["flow_runs"]:
             runs = ", ".join(f"{k} {v}" for k, v in sorted(first["flow_runs"].items()))

@@ -8,6 +8,7 @@ from typing import Callable
 
 from prefect import get_run_logger
 
+from flows._subflow import subflow_context
 from swarm_evo import steps
 from swarm_evo.session import get_session
 
@@ -29,7 +30,8 @@ def run_epoch(run_dir: str, step_flow: Callable, epoch: int, n_steps: int) -> li
         if slot is None:
             return None
         try:
-            return step_flow(run_dir=run_dir, slot=slot, epoch=epoch)
+            with subflow_context(session.config.search.subflow_heartbeats):
+                return step_flow(run_dir=run_dir, slot=slot, epoch=epoch)
         except Exception:
             logger.exception("step in slot %s crashed; its slot goes back to the budget", slot)
             try:

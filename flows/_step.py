@@ -8,6 +8,7 @@ from typing import Callable
 from prefect import get_run_logger
 from prefect.states import Completed, State
 
+from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
@@ -87,16 +88,17 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
     def attempt_fn(n: int, previous: Attempt) -> Attempt:
         # after an attempt whose generation failed (no program), debug the last program that ran
         base = last_run[-1] if generation_failed(previous) else previous
-        result = debug_attempt(
-            run_dir=run_dir,
-            node_id=node_id,
-            slot=slot,
-            attempt=n,
-            previous_code=base.code,
-            previous_term_out=recorded_output(base.result.term_out),
-            previous_exc_type=base.result.exc_type,
-            previous_problems=base.problems,
-        )
+        with subflow_context(session.config.search.subflow_heartbeats):
+            result = debug_attempt(
+                run_dir=run_dir,
+                node_id=node_id,
+                slot=slot,
+                attempt=n,
+                previous_code=base.code,
+                previous_term_out=recorded_output(base.result.term_out),
+                previous_exc_type=base.result.exc_type,
+                previous_problems=base.problems,
+            )
         if not generation_failed(result):
             last_run.append(result)
         return result

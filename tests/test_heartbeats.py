@@ -1,0 +1,69 @@
+"""Heartbeats where they help (issue 16): with Prefect's flow-run heartbeats on, the top-level
+``two-phase-evo`` run still sends them (a worker's zombie detection needs them) while step and
+debug-attempt subflows, which live and die in their parent's process, send none."""
+
+from __future__ import annotations
+
+import time
+
+import yaml
+from prefect.client.orchestration import get_client
+from prefect.events.filters import EventFilter, EventNameFilter
+from prefect.events.worker import EventsWorker
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+from swarm_evo.competition import prepare_competition
+
+
+def _heartbeat_resources(expected: str, timeout: float = 30.0) -> set[str]:
+    """Flow-run ids (``prefect.flow-run.<id>``) of the heartbeat events the API holds, once
+    ``expected`` is among them or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        EventsWorker.drain_all(timeout=10)
+        found: set[str] = set()
+        with get_client(sync_client=True) as client:
+            page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"])),
+                                      limit=50)
+            while True:
+                found |= {event.resource.id for event in page.events}
+                if not page.next_page:
+                    break
+                page = client.read_events_page(page.next_page)
+        if expected in found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def _flow_runs(names: set[str]) -> dict[str, list[str]]:
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(limit=200)
+        flows = {f.id: f.name for f in client.read_flows(limit=200)}
+    out: dict[str, list[str]] = {}
+    for run in runs:
+        name = flows.get(run.flow_id)
+        if name in names:
+            out.setdefault(name, []).append(f"prefect.flow-run.{run.id}")
+    return out
+
+
+def test_top_level_run_sends_heartbeats_and_step_subflows_do_not(prefect_server, tmp_path):
+    from flows.two_phase_evo import two_phase_evo
+
+    data = tmp_path / "data"
+    prepare_competition("sklearn-breast-cancer", None, data)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 1,
+                                                 "parallel_workers": 1, "debug_max_attempts": 1},
+                                      "model": {"fault_rate": 1.0, "repair_rate": 1.0}}))
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 30}):
+        summary = two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(data),
+                                run_dir=str(tmp_path / "run"), max_steps=3, seed=0, config_path=str(config))
+    assert summary["nodes"] == 3
+    runs = _flow_runs({"two-phase-evo", "draft-step", "phase2-step", "debug-attempt"})
+    top = runs["two-phase-evo"]
+    beats = _heartbeat_resources(expected=top[-1])
+    assert set(top) & beats, "the top-level flow run sent no heartbeat"
+    subflows = runs.get("draft-step", []) + runs.get("phase2-step", []) + runs.get("debug-attempt", [])
+    assert runs.get("debug-attempt"), "every draft had a planted fault: debug-attempt subflows ran"
+    assert not set(subflows) & beats, "step or debug-attempt subflows sent heartbeats"
