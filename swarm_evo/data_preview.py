@@ -2,9 +2,9 @@
 
 ``preview_data(public_dir)`` gives the draft and merge prompts what a person would look at
 first: the file listing, each CSV's shape, columns, dtypes, missing rates, numeric ranges and
-a few rows, the likely target and its distribution, image folders (count, sizes, modes, value
-range and the ToTensor warning), text/TSV files (delimiter, columns, first lines), ``.npy``
-arrays and ``.zip`` archives. ``description.md`` is excluded: the prompt carries it elsewhere.
+a few rows, the likely target and its distribution, image folders (count, the CSV column naming
+the files, sizes, modes, value range and the ToTensor warning: ``data_preview_images``),
+text/TSV files (delimiter, columns, first lines), ``.npy`` arrays and ``.zip`` archives. ``description.md`` is excluded: the prompt carries it elsewhere.
 The result never exceeds ``max_chars``.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import os
-import struct
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -20,13 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-try:  # optional: richer image statistics
-    from PIL import Image  # type: ignore[import-not-found]
-except Exception:  # pragma: no cover - depends on the environment
-    Image = None
+from swarm_evo.data_preview_images import IMAGE_EXTS, TOTENSOR_WARNING, describe_image_folder, image_dirs
 
 EXCLUDED_FILES = {"description.md"}
-IMAGE_EXTS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".csv.zip")
 TEXT_EXTS = {".txt", ".tsv"}
 FULL_READ_BYTES = 50_000_000
@@ -35,13 +30,9 @@ SAMPLE_ROWS = 20_000
 MAX_TABLES = 8
 MAX_TEXT_FILES = 5
 MAX_IMAGE_DIRS = 4
-IMAGE_SAMPLE = 20
 CELL_CHARS = 40
 WIDE_TABLE = 25
 MAX_WALK_FILES = 200_000
-TOTENSOR_WARNING = (
-    "Note: torchvision `ToTensor()` already scales uint8 images to [0, 1]; do not divide by 255 again."
-)
 
 
 def preview_data(public_dir: Path, max_chars: int = 8000) -> str:
@@ -81,8 +72,11 @@ def preview_data(public_dir: Path, max_chars: int = 8000) -> str:
     if len(table_paths) > MAX_TABLES:
         sections.append(f"({len(table_paths) - MAX_TABLES} more CSV files not previewed)")
 
-    for d in _image_dirs(public_dir, files)[:MAX_IMAGE_DIRS]:
-        sections.append(_describe_images(public_dir, d))
+    folders = image_dirs(public_dir, files)
+    loaded = {p: t.df for p, t in tables.items() if t.df is not None}
+    sections += [describe_image_folder(public_dir, d, loaded) for d in folders[:MAX_IMAGE_DIRS]]
+    if folders:
+        sections.append(TOTENSOR_WARNING)
 
     texts = [p for p in files if p.suffix.lower() in TEXT_EXTS]
     for path in texts[:MAX_TEXT_FILES]:
@@ -414,99 +408,6 @@ def _target_section(root: Path, tables: dict[Path, _Table]) -> str:
     lines.append(f"Target candidate(s) ({where}): {', '.join(map(str, targets[:10]))}")
     for c in targets[:5]:
         lines.append(f"- {c} ({tdf[c].dtype}): {_distribution(tdf[c])}")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------
-# Images
-# --------------------------------------------------------------------------------------
-
-
-def _image_dirs(root: Path, files: list[Path]) -> list[Path]:
-    """Folders whose files are mostly images, largest first."""
-    per_dir: dict[Path, list[int]] = {}
-    for p in files:
-        counts = per_dir.setdefault(p.parent, [0, 0])
-        counts[0] += 1
-        counts[1] += p.suffix.lower() in IMAGE_EXTS
-    dirs = [d for d, (total, imgs) in per_dir.items() if imgs and imgs >= total / 2]
-    return sorted(dirs, key=lambda d: -per_dir[d][1])
-
-
-_PNG_MODES = {0: "L", 2: "RGB", 3: "P", 4: "LA", 6: "RGBA"}
-
-
-def _image_header(path: Path) -> tuple[tuple[int, int], str, int] | None:
-    """``((width, height), mode, bits per channel)`` from a PNG or JPEG header, without PIL."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64 * 1024)
-    except OSError:
-        return None
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", head[16:26])
-        return (w, h), _PNG_MODES.get(ctype, f"type{ctype}"), depth
-    if head[:2] == b"\xff\xd8":
-        i = 2
-        while i + 9 < len(head):
-            if head[i] != 0xFF:
-                i += 1
-                continue
-            marker = head[i + 1]
-            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-                i += 2
-                continue
-            seg_len = struct.unpack(">H", head[i + 2 : i + 4])[0]
-            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                bits, h, w, comps = struct.unpack(">BHHB", head[i + 4 : i + 10])
-                return (w, h), {1: "L", 3: "RGB", 4: "CMYK"}.get(comps, f"{comps}ch"), bits
-            i += 2 + seg_len
-    return None
-
-
-def _describe_images(root: Path, folder: Path) -> str:
-    imgs = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS)
-    name = _rel(root, folder) + "/" if folder != root else "./ (top level)"
-    exts = Counter(p.suffix.lower() for p in imgs)
-    lines = [f"### Image folder {name}: {len(imgs):,} images ({', '.join(f'{e} ×{c}' for e, c in exts.most_common())})"]
-    step = max(1, len(imgs) // IMAGE_SAMPLE)
-    sample = imgs[::step][:IMAGE_SAMPLE]
-    sizes: Counter[str] = Counter()
-    modes: Counter[str] = Counter()
-    lo, hi, dtypes = None, None, set()
-    for i, p in enumerate(sample):
-        if Image is not None:
-            try:
-                with Image.open(p) as im:
-                    sizes[f"{im.size[0]}×{im.size[1]}"] += 1
-                    modes[im.mode] += 1
-                    if i < 5:
-                        arr = np.asarray(im)
-                        dtypes.add(str(arr.dtype))
-                        lo = arr.min() if lo is None else min(lo, arr.min())
-                        hi = arr.max() if hi is None else max(hi, arr.max())
-                continue
-            except Exception:  # noqa: BLE001 - fall back to the header
-                pass
-        info = _image_header(p)
-        if info is not None:
-            (w, h), mode, bits = info
-            sizes[f"{w}×{h}"] += 1
-            modes[mode] += 1
-            dtypes.add(f"{bits}-bit")
-    if sizes:
-        lines.append(
-            f"Sampled {sum(sizes.values())}: sizes (W×H) "
-            + ", ".join(f"{s} ×{c}" for s, c in sizes.most_common(5))
-            + ("" if len(sizes) <= 5 else f", ... {len(sizes)} distinct sizes")
-            + "; modes " + ", ".join(f"{m} ×{c}" for m, c in modes.most_common())
-        )
-    if lo is not None:
-        lines.append(f"Pixel values: {_num(lo)}..{_num(hi)} ({', '.join(sorted(dtypes))}) as stored on disk.")
-    elif dtypes:
-        lines.append(f"Bit depth: {', '.join(sorted(dtypes))} per channel (8-bit means values 0..255 on disk).")
-    lines.append(f"First files: {', '.join(p.name for p in imgs[:3])}")
-    lines.append(TOTENSOR_WARNING)
     return "\n".join(lines)
 
 

@@ -12,6 +12,9 @@ Grader choices for the sklearn competitions:
   over-confident models and exercises the probability checks.
 - ``sklearn-diabetes``: RMSE; ``sklearn-wine``: multi-class log-loss; ``sklearn-digits``:
   accuracy on a multi-class label column.
+- ``sklearn-digits-images``: the same digits in MLE-bench's image layout (a second modality):
+  one grayscale PNG per digit in ``train/`` and ``test/`` (``<id>.png``, 8x8 upscaled to
+  ``image_size`` pixels), labels in ``train.csv`` (``id,label``); accuracy on ``label``.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ class BuiltinSpec(BaseModel):
 
     ``raw_files`` are the files ``prepare`` needs in ``--raw-dir``; ``sklearn_loader`` names
     a ``sklearn.datasets.load_*`` function for competitions that need no raw dir, and
-    ``sklearn_task`` how its target becomes answers/submission columns. ``id_column`` is the
-    sample submission's id column and ``public_files``/``private_files`` the files
-    ``prepare.py`` writes to ``prepared/public`` and ``prepared/private`` (a run needs them all;
-    ``validate.py`` checks them before anything is written).
+    ``sklearn_task`` how its target becomes answers/submission columns. ``sklearn_images``
+    names a loader whose ``images`` array (n, h, w) becomes one PNG per row (image
+    competitions, also no raw dir), square ``image_size`` pixels a side. ``id_column`` is the
+    sample submission's id column and ``public_files``/``public_folders``/``private_files`` the
+    files and (non-empty) folders ``prepare.py`` writes to ``prepared/public`` and
+    ``prepared/private`` (a run needs them all; ``validate.py`` checks them before anything is
+    written).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -47,13 +53,17 @@ class BuiltinSpec(BaseModel):
     raw_files: tuple[str, ...] = ()
     sklearn_loader: str | None = None
     sklearn_task: SklearnTask | None = None
+    sklearn_images: str | None = None
+    image_size: int = 32
+    """Side in pixels of the square PNGs of an image competition (``sklearn_images``)."""
+    public_folders: tuple[str, ...] = ()
     in_mlebench: bool = False
     """MLE-bench has a competition of this id (graded the same way)."""
 
     @property
     def needs_raw_dir(self) -> bool:
         """True for competitions prepared from a raw Kaggle folder."""
-        return self.sklearn_loader is None
+        return self.sklearn_loader is None and self.sklearn_images is None
 
 
 BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
@@ -108,6 +118,15 @@ BUILTIN_COMPETITIONS: dict[str, BuiltinSpec] = {
             grader_name="accuracy",
             sklearn_loader="load_digits",
             sklearn_task="label",
+        ),
+        BuiltinSpec(
+            id="sklearn-digits-images",
+            name="Handwritten digits as images (scikit-learn)",
+            grader_name="accuracy",
+            sklearn_images="load_digits",
+            image_size=32,
+            public_files=("train.csv", "sample_submission.csv"),
+            public_folders=("train", "test"),
         ),
     )
 }

@@ -193,8 +193,9 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
     Raises:
         CompetitionError: one line naming the file or field at fault and the fix: unknown id,
             missing or invalid config.yaml (fields, types, unknown ``grader.name``), a missing
-            file (built-ins: ``BuiltinSpec.public_files``/``private_files``; generic: the
-            config's sample submission and answers), a sample submission without the id
+            file or a missing/empty folder (built-ins: ``BuiltinSpec.public_files``,
+            ``public_folders`` and ``private_files``; generic: the config's sample submission
+            and answers), a sample submission without the id
             column, or private answers whose ids differ from the sample submission's (the
             checks of ``validate.py``; only the id columns are read).
     """
@@ -221,6 +222,7 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
         sample_path = public_dir / "sample_submission.csv"
         required = [(public_dir / name, _role(name, "public")) for name in spec.public_files]
         required += [(private_dir / name, _role(name, "private")) for name in spec.private_files]
+        folders = [(public_dir / name, f"public {name}/ folder") for name in spec.public_folders]
         id_column: str | None = spec.id_column
         target_columns: list[str] | None = None
         id_field = f"the id column of built-in {competition_id}"
@@ -248,6 +250,7 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
         except CompetitionError as exc:
             raise CompetitionError(f"{config_path}: field 'grader.name': {exc}") from None
         required = [(sample_path, "sample submission"), (answers_path, "private answers")]
+        folders = []
         known_id, known_targets = MLEBENCH_COLUMNS.get(competition_id, (None, None))
         id_column = cfg["id_column"] or known_id
         target_columns = cfg["target_columns"] or known_targets
@@ -256,7 +259,7 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
 
     if not public_dir.is_dir():
         raise CompetitionError(f"{public_dir} not found: {hint}")
-    check_files(required, hint)
+    check_files(required, hint, folders)
     columns = _read_sample_header(sample_path, id_fix if spec is not None else hint)
     if id_column is None:
         id_column = columns[0]

@@ -6,6 +6,13 @@ Output under ``<data_dir>/<id>/``::
     prepared/private/test.csv        # answers, never shown to the agent
     config.yaml                      # MLE-bench format, so the folder also loads generically
 
+Image competitions (``BuiltinSpec.sklearn_images``, e.g. ``sklearn-digits-images``) follow
+MLE-bench's image layout instead::
+
+    prepared/public/{train/<id>.png, test/<id>.png, train.csv (id,label),
+                     sample_submission.csv (id,label), description.md}
+    prepared/private/test.csv        # id,label answers
+
 Recipes follow MLE-bench's ``mlebench/competitions/<id>/prepare.py`` and
 ``../shared/data/README.md``: read CSVs with ``pd.read_csv(..., float_precision=
 "round_trip")``, split with ``train_test_split(raw, test_size=0.1, random_state=0)``, write
@@ -15,6 +22,7 @@ reproduces MLE-bench's md5 sums. Re-running overwrites the files (idempotent).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -112,6 +120,53 @@ def _sklearn_recipe(spec: BuiltinSpec) -> Callable[[Path | None], Split]:
     return recipe
 
 
+def image_pixels(image: np.ndarray, size: int, max_value: float) -> np.ndarray:
+    """One grayscale image (h, w) of values 0..``max_value`` as a (size, size) uint8 array.
+
+    Values are scaled to 0..255, then resized with pillow's bilinear filter (8x8 digits become
+    smooth 32x32 strokes, as a photographed digit would look).
+    """
+    from PIL import Image
+
+    scaled = np.clip(np.rint(np.asarray(image, dtype=float) * (255.0 / max_value)), 0, 255).astype(np.uint8)
+    resized = Image.fromarray(scaled).resize((size, size), Image.Resampling.BILINEAR)
+    return np.asarray(resized, dtype=np.uint8)
+
+
+def _write_pngs(images: np.ndarray, ids: pd.Series, folder: Path, size: int, max_value: float) -> None:
+    """``folder/<id>.png`` for each row (grayscale "L", size x size); the folder is emptied first."""
+    from PIL import Image
+
+    if folder.is_dir():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for ident, image in zip(ids, images):
+        Image.fromarray(image_pixels(image, size, max_value)).save(folder / f"{ident}.png")
+
+
+def _prepare_images(spec: BuiltinSpec, public: Path, private: Path) -> None:
+    """Write an image competition: PNG folders, ``train.csv``, sample submission, answers.
+
+    The split is MLE-bench's (``train_test_split(..., test_size=0.1, random_state=0)`` on the
+    rows ``id = 0..n-1``), so the test ids are those of the tabular ``sklearn-digits``.
+    """
+    bunch = getattr(datasets, spec.sklearn_images)()
+    images = np.asarray(bunch.images)
+    max_value = float(images.max()) or 1.0  # load_digits: 16
+    raw = pd.DataFrame({"id": np.arange(len(images)), "label": bunch.target})
+    train, test = split(raw)
+    _write_pngs(images[train["id"].to_numpy()], train["id"], public / "train", spec.image_size, max_value)
+    _write_pngs(images[test["id"].to_numpy()], test["id"], public / "test", spec.image_size, max_value)
+    write_csv(train, public / "train.csv")
+    sample = test[["id"]].copy()
+    sample["label"] = train["label"].mode().iloc[0]
+    write_csv(sample, public / "sample_submission.csv")
+    write_csv(test[["id", "label"]], private / "test.csv")
+    stale = public / "test.csv"  # an image competition lists its test ids in the sample submission
+    if stale.is_file():
+        stale.unlink()
+
+
 RECIPES: dict[str, Callable[[Path | None], Split]] = {
     "spaceship-titanic": _spaceship_titanic,
     "spooky-author-identification": _spooky,
@@ -171,7 +226,8 @@ def prepare_competition(
     """Prepare built-in ``competition_id`` from ``raw_dir`` into ``data_dir``; return it loaded.
 
     ``raw_dir`` is required for Kaggle competitions (spaceship-titanic,
-    spooky-author-identification, house-prices) and ignored for ``sklearn-*`` ones. The
+    spooky-author-identification, house-prices) and ignored for ``sklearn-*`` ones (image
+    competitions write their PNG folders with pillow). The
     description is ``raw_dir.parent / "description.md"`` if it exists, else the embedded
     ``descriptions/<id>.md``. Raises ``CompetitionError`` for an unknown id or a missing
     raw dir/file (naming the path). Overwrites earlier output.
@@ -191,11 +247,14 @@ def prepare_competition(
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
 
-    train, test, sample, answers = RECIPES[competition_id](raw_dir)
-    write_csv(sample, public / "sample_submission.csv")
-    write_csv(answers, private / "test.csv")
-    write_csv(train, public / "train.csv")
-    write_csv(test, public / "test.csv")
+    if spec.sklearn_images is not None:
+        _prepare_images(spec, public, private)
+    else:
+        train, test, sample, answers = RECIPES[competition_id](raw_dir)
+        write_csv(sample, public / "sample_submission.csv")
+        write_csv(answers, private / "test.csv")
+        write_csv(train, public / "train.csv")
+        write_csv(test, public / "test.csv")
     if raw_dir is not None:
         for name in EXTRA_PUBLIC_FILES.get(competition_id, ()):
             if (raw_dir / name).is_file():

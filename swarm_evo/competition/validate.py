@@ -5,7 +5,9 @@ line naming the file or field and the fix when:
 
 - a file the competition needs is missing (built-ins: ``BuiltinSpec.public_files`` and
   ``private_files``, the files ``prepare.py`` writes; generic competitions: the config's
-  ``dataset.sample_submission`` and ``dataset.answers``);
+  ``dataset.sample_submission`` and ``dataset.answers``), or a folder it needs is missing or
+  empty (built-ins: ``BuiltinSpec.public_folders``, e.g. the ``train/`` and ``test/`` images
+  of an image competition);
 - the sample submission has no id column (the built-in's ``id_column`` or the config's
   optional ``dataset.id_column``), or duplicated ids;
 - the private answers lack the id column or have other ids than the sample submission
@@ -18,6 +20,7 @@ competitions.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -36,18 +39,37 @@ def one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
-def check_files(required: Sequence[tuple[Path, str]], fix: str) -> None:
-    """Raise if any required file is missing.
+def _has_entries(folder: Path) -> bool:
+    """True when ``folder`` is a directory with at least one entry (reads one entry only)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
+
+
+def check_files(
+    required: Sequence[tuple[Path, str]], fix: str, folders: Sequence[tuple[Path, str]] = ()
+) -> None:
+    """Raise if any required file is missing, or any required folder is missing or empty.
 
     Args:
         required: ``(path, role)`` pairs, e.g. ``(.../prepared/public/train.csv, "public
             training data")``.
         fix: how to create them, e.g. ``"run `swarm-evo prepare ID --data-dir D`"``.
+        folders: ``(path, role)`` pairs of directories that must exist and hold at least one
+            entry, e.g. ``(.../prepared/public/train, "public train/ folder")``.
 
     Raises:
-        CompetitionError: ``"<path>[, <path>...] not found (<role>[, ...]): <fix>"``.
+        CompetitionError: ``"<path>[, <path>...] not found (<role>[, ...]): <fix>"``; an empty
+            folder is listed as ``"<path>/ (empty)"``.
     """
     missing = [(path, role) for path, role in required if not Path(path).is_file()]
+    for path, role in folders:
+        if not Path(path).is_dir():
+            missing.append((f"{path}/", role))
+        elif not _has_entries(Path(path)):
+            missing.append((f"{path}/ (empty)", role))
     if missing:
         paths = ", ".join(str(p) for p, _ in missing)
         roles = ", ".join(r for _, r in missing)

@@ -6,6 +6,19 @@ label-encoded for classification), ``label_encoder`` and ``CLASSES`` (classifica
 ``num_cols``, ``cat_cols``, ``TEXT_COLS`` and ``build_preprocessor(kind)`` with kind in
 ``"tree"`` (dense, ordinal categories, text → TF-IDF + SVD), ``"linear"`` (one-hot + scaling,
 sparse TF-IDF) and ``"nonneg"`` (one-hot + min-max, TF-IDF; for naive Bayes).
+
+Image competitions (``DatasetInfo.is_image``): the gene reads each image with pillow
+(``from PIL import Image`` inside the gene, written whether or not the sandbox lists pillow:
+a missing package surfaces as ModuleNotFoundError in the debug chain), converts it to the
+competition's mode (``"L"`` or ``"RGB"``), resizes it to ``IMAGE_SIZE`` x ``IMAGE_SIZE`` pixels
+and scales it to [0, 1] (÷ 255). ``X``/``X_test`` are then numeric DataFrames, one row per image
+in ``train.csv`` / test-id order: ``px_<i>`` (the flattened pixels), plus ``hog_<i>``
+(``skimage.feature.hog``, feature set ``pixels_hog``, offered only when the sandbox lists
+scikit-image) or ``row_<i>``/``col_<i>``/``stat_<i>`` (mean intensity per row and column, mean,
+std and ink share; ``pixels_stats``, numpy only). ``cat_cols`` and ``TEXT_COLS`` are empty, so
+every tabular MODEL family trains on them unchanged; ``build_preprocessor("tree")`` reduces
+the features to ``PCA_COMPONENTS`` principal components (tree ensembles on hundreds of raw
+pixels take minutes), ``"linear"`` standardises and ``"nonneg"`` min-max scales them.
 """
 
 from __future__ import annotations
@@ -14,22 +27,44 @@ from .dataset import DatasetInfo, safe_name
 
 TABULAR_FEATURE_SETS = ("raw", "engineered")
 TEXT_FEATURE_SETS = ("word_tfidf", "char_tfidf")
+IMAGE_FEATURE_SETS = ("pixels", "pixels_hog", "pixels_stats")
+IMAGE_SIZE_RANGE = (8, 64)
+"""The gene clamps ``IMAGE_SIZE`` (a mutable constant) to this range of pixels a side."""
 
 FEATURE_SET_LABELS = {
     "raw": "raw columns",
     "engineered": "engineered features",
     "word_tfidf": "word TF-IDF",
     "char_tfidf": "char TF-IDF",
+    "pixels": "raw pixels",
+    "pixels_hog": "pixels + HOG",
+    "pixels_stats": "pixels + intensity profiles",
 }
 
 
 def feature_sets(info: DatasetInfo) -> tuple[str, ...]:
-    """The feature sets that make sense for this competition."""
+    """The feature sets that make sense for this competition (images: HOG only with scikit-image)."""
+    if info.is_image:
+        if "scikit-image" in info.packages:
+            return IMAGE_FEATURE_SETS
+        return tuple(f for f in IMAGE_FEATURE_SETS if f != "pixels_hog")
     return TEXT_FEATURE_SETS if info.is_text else TABULAR_FEATURE_SETS
+
+
+def default_image_size(info: DatasetInfo) -> int:
+    """Default side (pixels) images are resized to: the native side, at most 16 (256 pixels
+    per grayscale image keep every tabular family fast), at least 8."""
+    native = min(info.image_shape) if min(info.image_shape) > 0 else 16
+    return max(IMAGE_SIZE_RANGE[0], min(16, native))
 
 
 def default_params(info: DatasetInfo, feature_set: str) -> dict:
     """Default numeric constants of a DATA gene."""
+    if info.is_image:
+        params = {"IMAGE_SIZE": default_image_size(info), "PCA_COMPONENTS": 40}
+        if feature_set == "pixels_hog":
+            params.update({"HOG_CELL": 4, "HOG_ORIENTATIONS": 9})
+        return params
     if info.is_text:
         if feature_set == "char_tfidf":
             return {"TFIDF_MAX_FEATURES": 20000, "TFIDF_NGRAMS": 4, "SVD_COMPONENTS": 64}
@@ -73,10 +108,95 @@ def _feature_lines(info: DatasetInfo, feature_set: str) -> list[str]:
     return body
 
 
+def _image_feature_lines(info: DatasetInfo, feature_set: str) -> list[str]:
+    """``image_features(images)``: the feature frame of a (n, size, size[, 3]) array in [0, 1]."""
+    body = [
+        "def image_features(images):",
+        '    """One row per image: the flattened pixels, plus the feature set\'s extra features."""',
+        "    n = len(images)",
+        '    parts = {"px": images.reshape(n, -1)}',
+    ]
+    if feature_set == "pixels_hog":
+        body += [
+            "    cell = max(2, min(int(HOG_CELL), images.shape[1] // 2))  # at least 2x2 cells per image",
+            '    parts["hog"] = np.stack([',
+            "        hog(im, orientations=int(HOG_ORIENTATIONS), pixels_per_cell=(cell, cell), cells_per_block=(2, 2),",
+            "            channel_axis=-1 if im.ndim == 3 else None)",
+            "        for im in images])",
+        ]
+    elif feature_set == "pixels_stats":
+        body += [
+            "    gray = images.mean(axis=-1) if images.ndim == 4 else images",
+            '    parts["row"] = gray.mean(axis=2)  # mean intensity of each row',
+            '    parts["col"] = gray.mean(axis=1)  # ... and of each column',
+            '    parts["stat"] = np.column_stack([gray.mean(axis=(1, 2)), gray.std(axis=(1, 2)),',
+            "                                     (gray > 0.5).mean(axis=(1, 2))])",
+        ]
+    body += [
+        "    frames = [pd.DataFrame(v, columns=[f\"{k}_{i}\" for i in range(v.shape[1])]) for k, v in parts.items()]",
+        "    return pd.concat(frames, axis=1)",
+    ]
+    return body
+
+
+def _render_image_data_gene(info: DatasetInfo, feature_set: str, p: dict) -> list[str]:
+    """The DATA gene of an image competition, up to the target encoding (see the module doc)."""
+    lo, hi = IMAGE_SIZE_RANGE
+    lines = [
+        "# Data: read the images of ./input (named by the id column), turn each into pixel features;",
+        "# defines X, y, X_test, test_ids and build_preprocessor(kind) for the model gene.",
+        "from PIL import Image",
+        "from sklearn.decomposition import PCA",
+    ]
+    if feature_set == "pixels_hog":
+        lines.append("from skimage.feature import hog")
+    lines += ["", f"FEATURE_SET = {feature_set!r}"]
+    lines += [f"{k} = {v!r}" for k, v in p.items()]
+    lines += [
+        f"TRAIN_IMAGE_DIR = {info.image_train_dir!r}",
+        f"TEST_IMAGE_DIR = {info.image_test_dir!r}",
+        f"IMAGE_NAME = {info.image_name!r}  # file name of an image from its id",
+        f"IMAGE_MODE = {info.image_mode!r}",
+        "DROP_COLS = []",
+        "TEXT_COLS = []",
+        "",
+        'train_df = pd.read_csv(os.path.join(INPUT_DIR, "train.csv"))',
+        f'test_df = pd.read_csv(os.path.join(INPUT_DIR, "{info.test_file}"))[[ID_COL]]',
+        "test_ids = test_df[ID_COL].values",
+        "target_raw = train_df[TARGET_COL]",
+        "",
+        "",
+        "def load_images(folder, ids):",
+        '    """The images named by ``ids``, resized: float32 array (n, size, size[, 3]) in [0, 1]."""',
+        f"    size = min(max(int(IMAGE_SIZE), {lo}), {hi})",
+        "    out = []",
+        "    for ident in ids:",
+        "        with Image.open(os.path.join(INPUT_DIR, folder, IMAGE_NAME.format(ident))) as im:",
+        "            im = im.convert(IMAGE_MODE).resize((size, size), Image.BILINEAR)",
+        "            out.append(np.asarray(im, dtype=np.float32) / 255.0)",
+        "    return np.stack(out)",
+        "",
+        "",
+    ]
+    lines += _image_feature_lines(info, feature_set)
+    lines += [
+        "",
+        "",
+        "X = image_features(load_images(TRAIN_IMAGE_DIR, train_df[ID_COL]))",
+        "X_test = image_features(load_images(TEST_IMAGE_DIR, test_ids))",
+        "feature_cols = list(X.columns)",
+        "num_cols = list(feature_cols)",
+        "cat_cols = []",
+    ]
+    return lines
+
+
 def render_data_gene(info: DatasetInfo, feature_set: str, params: dict | None = None) -> str:
     """Text of a DATA gene for ``feature_set`` with numeric ``params`` (see default_params)."""
     p = default_params(info, feature_set)
     p.update(params or {})
+    if info.is_image:
+        return _render_data_gene_tail(info, _render_image_data_gene(info, feature_set, p))
     drop = [c for c in info.drop_cols if c not in info.text_cols]
     lines = [
         "# Data: read ./input, engineer features, encode the target; defines X, y, X_test,",
@@ -116,6 +236,29 @@ def render_data_gene(info: DatasetInfo, feature_set: str, params: dict | None = 
         '    X[col] = X[col].fillna("")',
         '    X_test[col] = X_test[col].fillna("")',
     ]
+    return _render_data_gene_tail(info, lines)
+
+
+IMAGE_PREPROCESSOR = [
+    "def build_preprocessor(kind):",
+    '    """Pixel preprocessing for a model family: "tree" (standardise, then PCA to PCA_COMPONENTS',
+    '    dense components: trees on hundreds of raw pixels are slow), "linear" (standardise) or',
+    '    "nonneg" (min-max)."""',
+    '    if kind == "tree":',
+    "        n_components = max(2, min(int(PCA_COMPONENTS), len(num_cols), len(X) - 1))",
+    "        return make_pipeline(StandardScaler(), PCA(n_components=n_components, random_state=0))",
+    '    if kind == "nonneg":',
+    "        return MinMaxScaler()",
+    "    return StandardScaler()",
+    "",
+    "",
+]
+
+
+def _render_data_gene_tail(info: DatasetInfo, lines: list[str]) -> str:
+    """The target encoding, a shape line and ``build_preprocessor(kind)`` after ``lines``
+    (images: :data:`IMAGE_PREPROCESSOR`)."""
+    lines = list(lines)
     if info.task == "classification":
         lines += [
             "label_encoder = LabelEncoder()",
@@ -129,6 +272,10 @@ def render_data_gene(info: DatasetInfo, feature_set: str, params: dict | None = 
         '      f"{len(TEXT_COLS)} text columns")',
         "",
         "",
+    ]
+    if info.is_image:
+        return "\n".join(lines + IMAGE_PREPROCESSOR)
+    lines += [
         "def build_preprocessor(kind):",
         '    """Column preprocessing for a model family: "tree", "linear" or "nonneg"."""',
         "    transformers = []",

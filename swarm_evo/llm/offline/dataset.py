@@ -1,8 +1,14 @@
-"""Infer what a competition's public data looks like (columns, target, output kind).
+"""Infer what a competition's public data looks like (columns, target, output kind, images).
 
 Reads only files under the competition's public directory (``train.csv``, ``test.csv``,
-``sample_submission.csv``); never private answers. The result steers which program the
-offline model writes; the programs themselves re-read the data at run time.
+``sample_submission.csv``, and the folder listings and one image header of an image
+competition); never private answers. The result steers which program the offline model
+writes; the programs themselves re-read the data at run time.
+
+Image competitions (MLE-bench's layout, e.g. ``sklearn-digits-images``): a folder of images
+(``train/``) whose file names are the id column of ``train.csv`` (``<id>.png`` or the id itself
+as the file name), the test images in a folder named by the test ids (``test.csv``'s, else the
+sample submission's); the target is the sample submission's column. ``test.csv`` may be absent.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import pandas as pd
 
@@ -39,11 +46,23 @@ class DatasetInfo:
     n_rows: int = 0
     columns: list[str] = field(default_factory=list)
     sample_file: str = "sample_submission.csv"
+    test_file: str = "test.csv"  # the file listing the test ids: test.csv, else the sample submission
+    image_train_dir: str = ""  # image competitions: folder of the training images (relative to public_dir)
+    image_test_dir: str = ""  # folder of the test images
+    image_name: str = "{}.png"  # a file name from an id: "{}.png" (<id>.png) or "{}" (the id is the name)
+    image_mode: str = "L"  # the PIL mode programs convert to: "L" (grayscale) or "RGB"
+    image_shape: tuple[int, int] = (0, 0)  # (width, height) of a sampled training image, pixels
+    packages: dict[str, str] = field(default_factory=dict)  # the sandbox's installed packages (name -> version)
 
     @property
     def is_text(self) -> bool:
         """True when the features are dominated by free text (TF-IDF programs)."""
         return bool(self.text_cols)
+
+    @property
+    def is_image(self) -> bool:
+        """True for an image competition (a folder of images named by the train ids)."""
+        return bool(self.image_train_dir)
 
 
 @lru_cache(maxsize=32)
@@ -87,15 +106,72 @@ def _is_free_text(column: pd.Series) -> bool:
             and st.str.count(" ").mean() >= 3)
 
 
-def infer_dataset(competition: dict) -> DatasetInfo:
-    """Build a :class:`DatasetInfo` from the CTX ``competition`` dict and the public files."""
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+IMAGE_MATCH = 0.9
+"""Share of (the first ``IMAGE_PROBE``) ids that must name an image for a folder to count."""
+IMAGE_PROBE = 200
+
+
+@lru_cache(maxsize=64)
+def _image_names(folder: str, mtime: float) -> frozenset[str]:
+    """File names of the images directly in ``folder`` (cached by path and modification time)."""
+    with os.scandir(folder) as entries:
+        return frozenset(e.name for e in entries if e.name.lower().endswith(IMAGE_EXTS) and e.is_file())
+
+
+def _image_folder(public_dir: str, ids: pd.Series) -> tuple[str, str] | None:
+    """``(folder, name pattern)`` of the public sub-folder whose images ``ids`` name, or None.
+
+    The pattern is ``"{}<ext>"`` (``5`` -> ``5.png``) or ``"{}"`` (the id is the file name). A
+    folder counts when at least ``IMAGE_MATCH`` of the first ``IMAGE_PROBE`` ids have a file.
+    """
+    probe = [str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in ids.dropna().head(IMAGE_PROBE)]
+    if not probe:
+        return None
+    best: tuple[float, str, str] | None = None
+    for entry in sorted(os.scandir(public_dir), key=lambda e: e.name):
+        if not entry.is_dir() or entry.name.startswith("."):
+            continue
+        names = _image_names(entry.path, os.path.getmtime(entry.path))
+        if not names:
+            continue
+        exts = {os.path.splitext(n)[1] for n in list(names)[:50]}
+        for pattern in ["{}"] + ["{}" + e for e in sorted(exts)]:
+            share = sum(pattern.format(v) in names for v in probe) / len(probe)
+            if share >= IMAGE_MATCH and (best is None or share > best[0]):
+                best = (share, entry.name, pattern)
+    return (best[1], best[2]) if best else None
+
+
+def _image_mode_shape(path: str) -> tuple[str, tuple[int, int]]:
+    """("L" or "RGB", (width, height)) of one image: grayscale stays "L", anything else "RGB"."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            mode, size = im.mode, im.size
+    except Exception:  # noqa: BLE001 - no pillow or an unreadable file: read the header
+        from ...data_preview_images import image_header
+
+        head = image_header(Path(path))
+        mode, size = (head[1], head[0]) if head else ("RGB", (0, 0))
+    return ("L" if mode in ("L", "LA", "1", "I;16", "I", "F") else "RGB"), (int(size[0]), int(size[1]))
+
+
+def infer_dataset(competition: dict, packages: dict | None = None) -> DatasetInfo:
+    """Build a :class:`DatasetInfo` from the CTX ``competition`` dict and the public files.
+
+    ``packages`` is the CTX's ``packages`` (what the sandbox has installed, name -> version);
+    it decides e.g. whether image programs may add HOG features (``scikit-image``).
+    """
     public_dir = competition["public_dir"]
     grader = competition.get("grader") or "accuracy"
     train = read_csv(os.path.join(public_dir, "train.csv"))
-    test = read_csv(os.path.join(public_dir, "test.csv"))
     sample_path = competition.get("sample_submission") or os.path.join(public_dir, "sample_submission.csv")
     sample = read_csv(sample_path)
     id_col = competition.get("id_column") or str(sample.columns[0])
+    test_path = os.path.join(public_dir, "test.csv")
+    test = read_csv(test_path) if os.path.exists(test_path) else sample[[id_col]]
     sub_cols = list(competition.get("target_columns") or [c for c in sample.columns if c != id_col])
     only_train = [c for c in train.columns if c not in test.columns and c != id_col]
     if len(sub_cols) == 1 and sub_cols[0] in train.columns:
@@ -111,7 +187,18 @@ def infer_dataset(competition: dict) -> DatasetInfo:
             task, output = "regression", "value"
     info = DatasetInfo(public_dir=public_dir, grader=grader, id_col=id_col, submission_cols=sub_cols,
                        target_col=target, task=task, output=output, n_rows=len(train),
-                       columns=[str(c) for c in train.columns], sample_file=os.path.basename(sample_path))
+                       columns=[str(c) for c in train.columns], sample_file=os.path.basename(sample_path),
+                       test_file="test.csv" if os.path.exists(test_path) else os.path.basename(sample_path),
+                       packages=dict(packages or {}))
+    if id_col in train.columns and id_col in test.columns:
+        found = _image_folder(public_dir, train[id_col])
+        found_test = _image_folder(public_dir, test[id_col]) if found else None
+        if found and found_test:
+            info.image_train_dir, info.image_name = found
+            info.image_test_dir = found_test[0]
+            first = info.image_name.format(train[id_col].iloc[0])
+            info.image_mode, info.image_shape = _image_mode_shape(os.path.join(public_dir, info.image_train_dir, first))
+            return info
     # The id is a feature too when it is the text itself (detecting-insults: id column Comment).
     feats = [c for c in train.columns if c != target and c in test.columns and (c != id_col or _is_free_text(train[c]))]
     n = max(len(train), 1)

@@ -180,7 +180,7 @@ def respond(ctx: dict) -> Reply:
     if purpose == "review":
         return Reply(tool_name="submit_review", tool_arguments=review.review(ctx, rng))
     comp = ctx.get("competition") or {}
-    info = infer_dataset(comp) if comp.get("public_dir") else None
+    info = infer_dataset(comp, ctx.get("packages")) if comp.get("public_dir") else None
     if purpose == "debug":
         return Reply(content=debug(ctx, info, rng))
     if info is None:
