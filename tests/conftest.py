@@ -88,3 +88,16 @@ def docker_client():
     yield client
     left = [c.name for c in _our_containers(client) if c.id not in before]
     assert not left, f"containers left behind by the Docker sandbox: {left}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n N --dist loadgroup``) every test of a module that uses the real
+    Docker engine or times hostile programs runs on one worker, in file order: the
+    ``docker_client`` fixture's check that no container of ours is left behind, and the
+    "ends within the timeout + 5 s" bounds of the hostile-program tests, assume no other
+    worker starts containers or loads the CPUs with its own hostile programs meanwhile."""
+    serial_modules = {item.module.__name__ for item in items
+                      if "docker_client" in getattr(item, "fixturenames", ()) or item.module.__name__.startswith("test_hostile")}
+    for item in items:
+        if item.module.__name__ in serial_modules:
+            item.add_marker(pytest.mark.xdist_group("serial"))
