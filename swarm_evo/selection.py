@@ -163,8 +163,10 @@ def select_gene_plan(
        locus with the smallest margin (current choice's quality − runner-up's) for its
        runner-up; ties → loci order. At a degenerate-replaced locus the runner-up is the next
        gene not from the dominant node, and a swap that would make every locus come from one
-       node again is skipped. When no swap is left the (still repeated) plan is returned with
-       ``novelty_exhausted = True``.
+       node again is skipped. If the plan is still a repeat, one degenerate-replaced locus goes
+       back to the dominant node's gene when that makes it new (issue 16: a replacement can
+       rebuild another node exactly). When no swap is left the (still repeated) plan is
+       returned with ``novelty_exhausted = True``.
     """
     loci = tuple(loci)
     if len(journal.valid_pool()) < 2:
@@ -218,6 +220,20 @@ def select_gene_plan(
             )
             plan.genes = trial
             if plan.key() not in seen:
+                break
+        if plan.key() in seen:
+            # A degenerate-replaced locus has no runner-up outside the dominant node, and its
+            # replacement can rebuild the other node exactly (issue 16): give one such locus
+            # back to the dominant node's gene when that makes the plan new.
+            for locus in list(plan.degenerate_replaced):
+                trial = dict(plan.genes)
+                trial[locus] = pools[locus][0]
+                if _is_degenerate(trial) or tuple(trial[l].gene_id if l in trial else None for l in loci) in seen:
+                    continue
+                plan.novelty_swaps.append({"locus": locus, "from_gene_id": plan.genes[locus].gene_id,
+                                           "to_gene_id": trial[locus].gene_id, "margin": None})
+                plan.genes = trial
+                plan.degenerate_replaced.remove(locus)
                 break
         plan.novelty_exhausted = plan.key() in seen
     return plan
