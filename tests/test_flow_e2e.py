@@ -40,8 +40,9 @@ def _artifacts(key_prefix: str):
 
 
 @pytest.fixture(scope="module")
-def spaceship_run(prefect_server, data_dir, tmp_path_factory):
-    """One offline run on spaceship-titanic: 14 nodes, 2 workers, both phases."""
+def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
+    """One offline run on spaceship-titanic: 14 nodes, 2 workers, both phases; programs run in
+    the program environment (`swarm-evo env build`, the default interpreter once built)."""
     from flows.two_phase_evo import two_phase_evo
 
     tmp = tmp_path_factory.mktemp("spaceship")
@@ -92,6 +93,22 @@ def test_run_fills_budget_with_both_phases(spaceship_run):
         timings = n["metadata"]["timings"]
         assert timings["wall"] >= timings["exec"] >= 0
     assert summary["nodes"] == 14
+
+
+def test_programs_use_the_program_environment_and_its_libraries(spaceship_run, programs_python):
+    """Issue 15: the prompts list the program environment's libraries and valid nodes use them."""
+    summary, run_dir = spaceship_run
+    journal = json.loads((run_dir / "journal.json").read_text())
+    prompts = sorted((run_dir / "nodes").glob("*/prompt-*.md"))
+    assert prompts, "rendered prompts are kept in the node directories"
+    installed = [line for p in prompts for line in p.read_text().splitlines() if "Installed packages:" in line]
+    assert installed and all("lightgbm==" in line and "catboost==" in line for line in installed)
+    libraries = ("import lightgbm", "import xgboost", "import catboost", "from lightgbm", "from xgboost", "from catboost")
+    valid_with_boosters = [
+        n for n in journal["nodes"]
+        if not n["is_buggy"] and any(lib in (run_dir / "nodes" / n["id"] / "solution.py").read_text() for lib in libraries)
+    ]
+    assert valid_with_boosters, "no valid node used LightGBM, XGBoost or CatBoost"
 
 
 def test_run_writes_best_solution_and_grade_report(spaceship_run, data_dir):

@@ -3,12 +3,15 @@
 LOSS, OPTIMIZER and INITIALIZATION are either stubs (comment-only, seed 000 §11) or small
 blocks of constants the model builder reads through ``cfg``; REGULARIZATION always holds the
 strength constants; TRAINING_TRICKS runs the K-fold CV on the grader's metric, fits on all
-data, writes ``./submission/submission.csv`` and prints ``Validation metric: <float>``.
+data, writes ``./submission/submission.csv`` and prints ``Validation metric: <float>``; its
+optuna variant (constant ``OPTUNA_TRIALS`` present; only drafted when optuna is installed,
+:mod:`.boosters`) runs that CV inside a small seeded study and refits the best parameters.
 """
 
 from __future__ import annotations
 
-from .dataset import DatasetInfo
+from . import boosters
+from .dataset import LOWER_IS_BETTER, DatasetInfo
 
 STUBS = {
     "LOSS": "# Loss: the estimator's default objective.\n\n",
@@ -151,11 +154,24 @@ def _submission_lines(info: DatasetInfo) -> list[str]:
 
 
 def render_tricks(info: DatasetInfo, consts: dict | None = None) -> str:
-    """A TRAINING_TRICKS gene: CV on the grader's metric, final fit, submission, metric line."""
+    """A TRAINING_TRICKS gene: CV on the grader's metric, final fit, submission, metric line.
+
+    With ``OPTUNA_TRIALS`` in ``consts`` the CV runs inside an optuna study
+    (:func:`.boosters.optuna_search_lines`; ``OPTUNA_TIMEOUT`` and ``OPTUNA_N_PARAMS`` default
+    to :data:`.boosters.OPTUNA_DEFAULTS`) and the best trial's parameters are refitted.
+    """
     c = default_tricks(info)
     c.update(consts or {})
-    lines = ["# Training: stratified/plain K-fold CV on the grader's metric, refit on all rows,"
-             " write the submission."]
+    search = "OPTUNA_TRIALS" in c
+    if search:
+        c.update({k: v for k, v in boosters.OPTUNA_DEFAULTS.items() if k not in c})
+        lines = ["# Training: an optuna study (seeded TPE) over the estimator's main parameters, each",
+                 "# trial a stratified/plain K-fold CV on the grader's metric; refit the best on all",
+                 "# rows, write the submission.",
+                 "import optuna"]
+    else:
+        lines = ["# Training: stratified/plain K-fold CV on the grader's metric, refit on all rows,"
+                 " write the submission."]
     lines += [f"{k} = {v!r}" for k, v in c.items()]
     lines += [
         "",
@@ -180,15 +196,22 @@ def render_tricks(info: DatasetInfo, consts: dict | None = None) -> str:
         '    splitter = StratifiedKFold(n_splits=N_FOLDS, shuffle=True, random_state=int(cfg("RANDOM_STATE", 42)))',
         "else:",
         '    splitter = KFold(n_splits=N_FOLDS, shuffle=True, random_state=int(cfg("RANDOM_STATE", 42)))',
-        "fold_scores = []",
-        "for fold, (tr_idx, va_idx) in enumerate(splitter.split(X, y)):",
-        "    model = build_model()",
-        "    model.fit(X.iloc[tr_idx], fit_target(y[tr_idx]))",
-        "    fold_scores.append(compute_metric(y[va_idx], predict(model, X.iloc[va_idx])))",
-        '    print(f"fold {fold + 1}/{N_FOLDS}: {GRADER} = {fold_scores[-1]:.5f}", flush=True)',
-        "cv_score = float(np.mean(fold_scores))",
-        "",
-        "final_model = build_model()",
+    ]
+    if search:
+        lines += boosters.optuna_search_lines(info.grader in LOWER_IS_BETTER)
+    else:
+        lines += [
+            "fold_scores = []",
+            "for fold, (tr_idx, va_idx) in enumerate(splitter.split(X, y)):",
+            "    model = build_model()",
+            "    model.fit(X.iloc[tr_idx], fit_target(y[tr_idx]))",
+            "    fold_scores.append(compute_metric(y[va_idx], predict(model, X.iloc[va_idx])))",
+            '    print(f"fold {fold + 1}/{N_FOLDS}: {GRADER} = {fold_scores[-1]:.5f}", flush=True)',
+            "cv_score = float(np.mean(fold_scores))",
+            "",
+            "final_model = build_model()",
+        ]
+    lines += [
         "final_model.fit(X, fit_target(y))",
         "test_pred = predict(final_model, X_test)",
         "",

@@ -6,6 +6,11 @@ other genes through ``cfg(name, default)``: LOSS (``REG_LOSS``, ``CLF_LOSS``, ``
 OPTIMIZER (``LEARNING_RATE``, ``N_ESTIMATORS``, ``MAX_ITER``), REGULARIZATION
 (``REG_STRENGTH``, ``MAX_DEPTH``, ``MIN_SAMPLES_LEAF``), INITIALIZATION (``RANDOM_STATE``),
 so any gene of one offline program can replace the same gene of another.
+
+The tables here hold the scikit-learn families, always offered. The gradient-boosting library
+families (LightGBM, XGBoost, CatBoost: :mod:`.boosters`) join them only when the sandbox's
+interpreter has the library (``ctx["packages"]``, distribution name -> version); with no
+such package every function below answers as if they did not exist.
 """
 
 from __future__ import annotations
@@ -15,7 +20,12 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Family:
-    """One model family: display name, preprocessing kind, estimator source, priors."""
+    """One model family: display name, preprocessing kind, estimator source, priors.
+
+    ``package``: the distribution the family needs (None: scikit-learn, always there);
+    ``imports``: import lines written at the top of the MODEL gene (a library family's gene
+    imports its own estimator, so it can replace the MODEL gene of any program).
+    """
 
     key: str
     name: str
@@ -26,6 +36,8 @@ class Family:
     text: bool = False
     prior: float = 1.0
     text_constants: dict = field(default_factory=dict)
+    package: str | None = None
+    imports: tuple[str, ...] = ()
 
 
 _RS = 'random_state=int(cfg("RANDOM_STATE", 42))'
@@ -133,20 +145,33 @@ REGRESSORS: dict[str, Family] = {f.key: f for f in [
 ]}
 
 
-def families_for(task: str) -> dict[str, Family]:
-    """The family table for ``"classification"`` or ``"regression"``."""
-    return REGRESSORS if task == "regression" else CLASSIFIERS
+def families_for(task: str, packages: dict | None = None) -> dict[str, Family]:
+    """The family table for ``"classification"`` or ``"regression"``: the scikit-learn
+    families, then the library families whose package is in ``packages`` (name -> version)."""
+    from . import boosters
+
+    base = REGRESSORS if task == "regression" else CLASSIFIERS
+    extra = boosters.available(task, packages)
+    return {**base, **extra} if extra else base
 
 
-def suitable(task: str, is_text: bool) -> list[Family]:
-    """Families a draft may pick for this kind of data (all families stay runnable)."""
-    fams = families_for(task).values()
+def all_families(task: str) -> dict[str, Family]:
+    """Every family of ``task``, installed or not (looking up a family a program names)."""
+    from . import boosters
+
+    return {**families_for(task), **boosters.families(task)}
+
+
+def suitable(task: str, is_text: bool, packages: dict | None = None) -> list[Family]:
+    """Families a draft may pick for this kind of data (all families stay runnable); library
+    families only when ``packages`` lists their library."""
+    fams = families_for(task, packages).values()
     return [f for f in fams if (f.text if is_text else f.tabular)]
 
 
 def family_by_name(task: str, name: str) -> Family | None:
-    """Look a family up by its display name (``MODEL_NAME``)."""
-    for f in families_for(task).values():
+    """Look a family up by its display name (``MODEL_NAME``), library families included."""
+    for f in all_families(task).values():
         if f.name == name:
             return f
     return None
@@ -160,6 +185,7 @@ def render_model_gene(fam: Family, constants: dict | None = None, is_text: bool 
     consts.update(constants or {})
     lines = [
         f"# Model: {fam.name}; build_model() returns preprocessing + estimator, unfitted.",
+        *fam.imports,
         f"MODEL_NAME = {fam.name!r}",
         f"PREPROCESS_KIND = {fam.kind!r}",
     ]

@@ -1,4 +1,11 @@
-"""Whole offline programs: draft assembly, approach tags and the per-locus mutation operators."""
+"""Whole offline programs: draft assembly, approach tags and the per-locus mutation operators.
+
+``packages`` arguments are the CTX's ``packages`` (distribution name -> version of what the
+sandbox's interpreter has; None or missing = ``{}``): library families (:mod:`.boosters`) and
+the optuna TRAINING_TRICKS variant are drafted or mutated into only when their library is
+listed, and with none listed every function draws the same random numbers as before they
+existed (same replies for the same CTX).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import random
 import re
 
 from ... import genes as G
-from . import alleles, data_gene, models
+from . import alleles, boosters, data_gene, models
 from .dataset import DatasetInfo
 from .preamble import render_preamble
 
@@ -31,7 +38,7 @@ def used_families(draft_history: list[dict] | None, task: str) -> set[str]:
     used: set[str] = set()
     for rec in draft_history or []:
         tag = str(rec.get("approach_tag") or "")
-        for fam in models.families_for(task).values():
+        for fam in models.all_families(task).values():
             if re.search(rf"\b{re.escape(fam.name)}\b", tag):
                 used.add(fam.key)
     return used
@@ -47,9 +54,15 @@ def _weighted_pick(rng: random.Random, items: list, weights: list[float]):
     return items[-1]
 
 
-def choose_draft_spec(info: DatasetInfo, rng: random.Random, draft_history: list[dict] | None) -> dict:
-    """Pick a family, feature set and gene settings; prefer families not in the draft history."""
-    cands = models.suitable(info.task, info.is_text)
+def choose_draft_spec(info: DatasetInfo, rng: random.Random, draft_history: list[dict] | None,
+                      packages: dict | None = None) -> dict:
+    """Pick a family, feature set and gene settings; prefer families not in the draft history.
+
+    Library families join the candidates when ``packages`` lists their library; with optuna
+    listed, a tabular draft tunes with an optuna study with probability
+    :data:`.boosters.OPTUNA_DRAFT_RATE`.
+    """
+    cands = models.suitable(info.task, info.is_text, packages)
     used = used_families(draft_history, info.task)
     fresh = [f for f in cands if f.key not in used] or cands
     fam = _weighted_pick(rng, fresh, [f.prior for f in fresh])
@@ -67,13 +80,17 @@ def choose_draft_spec(info: DatasetInfo, rng: random.Random, draft_history: list
     reg["MIN_SAMPLES_LEAF"] = rng.choice([10, 20, 30])
     reg["REG_STRENGTH"] = rng.choice([0.5, 1.0, 1.0, 2.0])
     init = None if rng.random() < 0.5 else rng.randint(0, 9999)
+    tricks: dict = {}
+    if (not info.is_text and boosters.installed(packages, "optuna")
+            and rng.random() < boosters.OPTUNA_DRAFT_RATE):
+        tricks = {k: boosters.OPTUNA_DEFAULTS[k] for k in ("OPTUNA_TRIALS", "OPTUNA_TIMEOUT")}
     return {"family": fam.key, "feature_set": feature_set, "loss": loss, "optimizer": optimizer,
-            "regularization": reg, "init": init, "tricks": {}}
+            "regularization": reg, "init": init, "tricks": tricks}
 
 
 def render_genes(info: DatasetInfo, spec: dict) -> dict[str, str]:
     """The 7 genes of a program described by a draft spec."""
-    fam = models.families_for(info.task)[spec["family"]]
+    fam = models.all_families(info.task)[spec["family"]]
     return {
         "DATA": data_gene.render_data_gene(info, spec["feature_set"], spec.get("data_params")),
         "MODEL": models.render_model_gene(fam, spec.get("model_constants"), info.is_text),
@@ -91,7 +108,8 @@ def render_program_from_spec(info: DatasetInfo, spec: dict, title: str) -> str:
 
 
 def approach_tag(code: str) -> str:
-    """One-line approach tag derived from a program, e.g. "HistGradientBoosting + engineered features + 5-fold CV"."""
+    """One-line approach tag derived from a program, e.g. "HistGradientBoosting + engineered features + 5-fold CV"
+    or "LightGBM + raw columns + 5-fold CV + optuna (10 trials)"."""
     c = constants(code)
     parts = []
     name = _lit(c.get("MODEL_NAME"))
@@ -116,6 +134,9 @@ def approach_tag(code: str) -> str:
         parts.append(f"{loss} loss")
     if _lit(c.get("CLASS_WEIGHT")) == "balanced":
         parts.append("balanced classes")
+    trials = _lit(c.get("OPTUNA_TRIALS"))
+    if isinstance(trials, int):
+        parts.append(f"optuna ({trials} trials)")
     return " + ".join(parts)
 
 
@@ -133,6 +154,9 @@ def plan_text(info: DatasetInfo, code: str, purpose: str, detail: str = "") -> s
         "debug": f"Debug: minimal change to the failing program ({tag}).",
         "fix": f"Fix of the static pre-validation errors ({tag}).",
     }[purpose]
+    if purpose == "draft" and isinstance(_lit(constants(code).get("OPTUNA_TRIALS")), int):
+        base += (" The cross-validation runs inside a seeded optuna TPE study over the estimator's "
+                 "main parameters; the best trial is refitted.")
     return (base + (" " + detail if detail else "")).strip()
 
 
@@ -142,9 +166,14 @@ _BOUNDS = {
     "MIN_SAMPLES_LEAF": (1, 80), "TFIDF_MAX_FEATURES": (2000, 60000), "SVD_COMPONENTS": (16, 160),
     "MAX_LEAF_NODES": (7, 127), "N_NEIGHBORS": (3, 80), "MIN_CATEGORY_FREQ": (1, 50),
     "MAX_DEPTH": (2, 20), "RANDOM_STATE": (0, 99999),
+    "NUM_LEAVES": (7, 255), "OPTUNA_TRIALS": (3, 20), "OPTUNA_TIMEOUT": (20, 120), "OPTUNA_N_PARAMS": (1, 4),
 }
 _FLOAT_BOUNDS = {"SUBSAMPLE": (0.3, 1.0), "MAX_FEATURES_FRAC": (0.1, 1.0), "L1_RATIO": (0.05, 0.95),
-                 "LEARNING_RATE": (0.005, 0.5), "CLIP_EPS": (1e-9, 1e-3)}
+                 "LEARNING_RATE": (0.005, 0.5), "CLIP_EPS": (1e-9, 1e-3),
+                 "COLSAMPLE": (0.3, 1.0), "BAGGING_TEMPERATURE": (0.05, 10.0)}
+_CHOICES = {"REG_LOSS": alleles.REG_LOSSES, "CLF_LOSS": alleles.CLF_LOSSES,
+            "GROW_POLICY": boosters.GROW_POLICIES}
+"""String constants a mutation may switch to another allowed value."""
 
 
 def _perturb_value(name: str, value, rng: random.Random):
@@ -169,10 +198,8 @@ def _perturb_value(name: str, value, rng: random.Random):
         new = float(f"{value * rng.choice([0.5, 0.7, 1.4, 2.0]):.4g}")
         new = max(lo, min(hi, new))
         return new if new != value else float(f"{value * 0.8:.4g}")
-    if isinstance(value, str) and name == "REG_LOSS":
-        return rng.choice([v for v in alleles.REG_LOSSES if v != value])
-    if isinstance(value, str) and name == "CLF_LOSS":
-        return rng.choice([v for v in alleles.CLF_LOSSES if v != value])
+    if isinstance(value, str) and name in _CHOICES:
+        return rng.choice([v for v in _CHOICES[name] if v != value])
     if name == "CLASS_WEIGHT":
         return None if value else "balanced"
     return value
@@ -186,7 +213,7 @@ def perturb_constant(text: str, rng: random.Random, exclude: tuple[str, ...] = (
         m = re.search(rf"^{name} = (.+?)\s*$", text, re.M)
         old_src = m.group(1)
         old = _lit(old_src)
-        if isinstance(old, str) and name not in ("REG_LOSS", "CLF_LOSS", "CLASS_WEIGHT"):
+        if isinstance(old, str) and name not in (*_CHOICES, "CLASS_WEIGHT"):
             continue
         if isinstance(old, (list, dict, tuple)):
             continue
@@ -198,8 +225,29 @@ def perturb_constant(text: str, rng: random.Random, exclude: tuple[str, ...] = (
     return None
 
 
-def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, code: str) -> tuple[str, str]:
-    """Return (new gene text, description) for one meaningful change of the gene at ``locus``."""
+OPTUNA_SWITCH_RATE = 0.25
+"""Probability that a TRAINING_TRICKS mutation toggles the optuna study (optuna installed)."""
+
+
+def switch_optuna(info: DatasetInfo, text: str) -> tuple[str, str]:
+    """The TRAINING_TRICKS gene ``text`` with the optuna study added (plain CV) or removed."""
+    consts = {k: _lit(v) for k, v in constants(text).items()
+              if k in alleles.default_tricks(info) or k.startswith("OPTUNA_")}
+    if "OPTUNA_TRIALS" in consts:
+        plain = {k: v for k, v in consts.items() if not k.startswith("OPTUNA_")}
+        return alleles.render_tricks(info, plain), "optuna study -> plain K-fold CV"
+    consts.update({k: boosters.OPTUNA_DEFAULTS[k] for k in ("OPTUNA_TRIALS", "OPTUNA_TIMEOUT")})
+    return alleles.render_tricks(info, consts), "plain K-fold CV -> optuna study"
+
+
+def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, code: str,
+                packages: dict | None = None) -> tuple[str, str]:
+    """Return (new gene text, description) for one meaningful change of the gene at ``locus``.
+
+    A MODEL family change may pick a library family ``packages`` lists; with optuna listed a
+    TRAINING_TRICKS mutation switches between plain CV and the optuna study with probability
+    :data:`OPTUNA_SWITCH_RATE`.
+    """
     stub = G.is_stub(text)
     if locus == "DATA":
         c = constants(text)
@@ -219,7 +267,7 @@ def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, co
         res = None if rng.random() < 0.5 else perturb_constant(text, rng, exclude=("MODEL_NAME", "PREPROCESS_KIND"))
         if res:
             return res
-        cands = [f for f in models.suitable(info.task, info.is_text) if f.name != name]
+        cands = [f for f in models.suitable(info.task, info.is_text, packages) if f.name != name]
         fam = _weighted_pick(rng, cands, [f.prior for f in cands])
         return models.render_model_gene(fam, None, info.is_text), f"model family {name} -> {fam.name}"
     if locus == "LOSS":
@@ -251,6 +299,8 @@ def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, co
         if res:
             return res
     if locus == "TRAINING_TRICKS":
+        if boosters.installed(packages, "optuna") and rng.random() < OPTUNA_SWITCH_RATE:
+            return switch_optuna(info, text)
         exclude = ("LOG_TARGET",) if info.grader == "root-mean-squared-log-error" else ()
         res = perturb_constant(text, rng, exclude=exclude + ("CLIP_EPS",))
         if res:

@@ -73,7 +73,7 @@ def _maybe_fault(ctx: dict, rng: random.Random, code: str, loci: list[str]) -> t
 
 def draft(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
     """A whole new program, preferring a model family absent from the draft history."""
-    spec = programs.choose_draft_spec(info, rng, ctx.get("draft_history"))
+    spec = programs.choose_draft_spec(info, rng, ctx.get("draft_history"), ctx.get("packages"))
     code = programs.render_program_from_spec(info, spec, _title(ctx))
     code, fault = _maybe_fault(ctx, rng, code, ["DATA", "MODEL", "TRAINING_TRICKS"])
     return code_reply(programs.plan_text(info, code, "draft"), code)
@@ -86,7 +86,7 @@ def mutate(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
     preamble, genes = G.split_program(code)
     if locus not in genes:
         return code_reply(f"Mutation: the parent has no {locus} gene; unchanged.", code)
-    new_text, desc = programs.mutate_gene(info, locus, genes[locus], rng, code)
+    new_text, desc = programs.mutate_gene(info, locus, genes[locus], rng, code, ctx.get("packages"))
     new_code = G.replace_gene(code, locus, new_text)
     new_code, fault = _maybe_fault(ctx, rng, new_code, [locus])
     return code_reply(programs.plan_text(info, new_code, "mutate", f"Changed {locus}: {desc}."), new_code)
@@ -152,7 +152,7 @@ def fix(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
             return code_reply(programs.plan_text(info, new, "fix", "Added the missing pieces."), new)
         except SyntaxError:
             pass
-    spec = programs.choose_draft_spec(info, rng, None)
+    spec = programs.choose_draft_spec(info, rng, None, ctx.get("packages"))
     new = programs.render_program_from_spec(info, spec, _title(ctx))
     return code_reply(programs.plan_text(info, new, "fix", "Rewrote the program from scratch."), new)
 
