@@ -87,3 +87,124 @@ def test_library_programs_run_in_the_program_environment(sessions, installed, pr
         assert result.ok, f"{lib}: {result.term_out[-2000:]}"
         assert re.search(r"^Validation metric: [-+0-9.eE]+$", result.stdout, re.M), result.stdout[-500:]
         assert (tmp_path / lib / "submission" / "submission.csv").exists()
+
+
+# ----------------------------------------------------------------------------- faults and optuna
+def _small_program(session, family: str, tricks: dict | None = None) -> str:
+    """A quick program of ``family`` (40 trees, 3 folds, raw columns) for the session's competition."""
+    from swarm_evo.llm.offline import alleles, programs
+    from swarm_evo.llm.offline.dataset import infer_dataset
+
+    info = infer_dataset(steps.offline_context(session, "draft", "x")["competition"])
+    spec = {"family": family, "feature_set": "raw", "loss": None,
+            "optimizer": {"LEARNING_RATE": 0.1, "N_ESTIMATORS": 40, "MAX_ITER": 200},
+            "regularization": alleles.default_regularization(info), "init": None,
+            "tricks": {"N_FOLDS": 3, **(tricks or {})}}
+    return programs.render_program_from_spec(info, spec, "test program")
+
+
+def _execute_all(programs_python: str, public_dir, jobs: dict[str, str], root) -> dict:
+    """Run each ``{name: code}`` in the program environment, two at a time (1 thread each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sandbox = LocalSandbox(python=programs_python, parallel_workers=2, num_threads=1)
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(sandbox.execute, code, root / name, public_dir, 300)
+                   for name, code in jobs.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+FAULT_ERRORS = {
+    "raw_frame": {"lightgbm": "pandas dtypes must be int, float or bool",
+                  "xgboost": "DataFrame.dtypes for data must be int, float, bool or category",
+                  "catboost": "Cannot convert"},
+    "early_stopping": {"lightgbm": "For early stopping, at least one dataset and eval metric is required",
+                       "xgboost": "Must have at least 1 validation dataset for early stopping"},
+    "catboost_verbose": {"catboost": "Only one of parameters ['verbose', 'logging_level'"},
+    "library_import": {lib: "is not defined" for lib in LIBRARIES},
+    "string_labels": {"xgboost": "Invalid classes inferred from unique values of `y`"},
+}
+"""Fault kind -> library -> the library's own error text the planted program must print."""
+
+
+def test_planted_library_faults_fail_with_the_library_error_and_debug_repairs_them(
+        sessions, programs_python, tmp_path):
+    import random
+
+    from swarm_evo import genes as G
+    from swarm_evo.llm.offline import faults
+
+    session = sessions["spaceship-titanic"]
+    public_dir = session.objective.competition.public_dir
+    planted: dict[str, str] = {}
+    for family, lib in (("lgbm", "lightgbm"), ("xgb", "xgboost"), ("cat", "catboost")):
+        base = _small_program(session, family)
+        expected = {kind for kind, libs in FAULT_ERRORS.items() if lib in libs}
+        found: set[str] = set()
+        for i in range(300):  # the ordinary fault planter picks the library faults too
+            locus = ("MODEL", "DATA")[i % 2]
+            code, desc = faults.plant(base, locus, random.Random(i), str(public_dir))
+            kind = desc.split(":")[0]
+            if kind in faults.LIBRARY_FAULT_KINDS and kind not in found:
+                found.add(kind)
+                planted[f"{lib}-{kind}"] = code
+            if found == expected:
+                break
+        assert found == expected, (lib, found)
+    broken = _execute_all(programs_python, public_dir, planted, tmp_path / "broken")
+    fixed_code = {}
+    for name, result in broken.items():
+        lib, kind = name.split("-", 1)
+        assert not result.ok, name
+        assert FAULT_ERRORS[kind][lib] in result.term_out, (name, result.term_out[-1500:])
+        ctx = steps.offline_context(session, "debug", f"debug-{name}")
+        ctx.update(code=planted[name], term_out=result.term_out, exc_type=result.exc_type, attempt=1,
+                   exec_timeout=300, repair_rate=1.0)
+        fixed = re.search(r"```python\n(.*?)```", offline.respond(ctx).content, re.S).group(1)
+        assert list(G.parse_genes(fixed)) == list(G.LOCI) and fixed != planted[name]
+        fixed_code[name] = fixed
+    repaired = _execute_all(programs_python, public_dir, fixed_code, tmp_path / "fixed")
+    for name, result in repaired.items():
+        assert result.ok, (name, result.term_out[-2000:])
+        assert re.search(r"^Validation metric: [-+0-9.eE]+$", result.stdout, re.M), name
+        assert (tmp_path / "fixed" / name / "submission" / "submission.csv").exists()
+
+
+def test_scikit_learn_programs_never_get_library_faults(sessions):
+    import random
+
+    from swarm_evo.llm.offline import faults
+
+    session = sessions["house-prices"]
+    public_dir = str(session.objective.competition.public_dir)
+    base = _small_program(session, "hgb")
+    for locus in ("DATA", "MODEL", "TRAINING_TRICKS"):
+        assert faults.library_faults(base, locus, public_dir) == []
+    kinds = {faults.plant(base, ("DATA", "MODEL")[i % 2], random.Random(i), public_dir)[1].split(":")[0]
+             for i in range(60)}
+    assert kinds <= set(faults.FAULT_KINDS)
+
+
+def test_optuna_program_tunes_and_prints_its_validation_metric(sessions, installed, programs_python, tmp_path):
+    from swarm_evo.llm.offline import programs
+
+    session = sessions["house-prices"]
+    code = _small_program(session, "lgbm", {"OPTUNA_TRIALS": 3, "OPTUNA_TIMEOUT": 60})
+    assert programs.approach_tag(code).startswith("LightGBM + raw columns + 3-fold CV")
+    assert "optuna (3 trials)" in programs.approach_tag(code)
+    result = _execute_all(programs_python, session.objective.competition.public_dir, {"optuna": code},
+                          tmp_path)["optuna"]
+    assert result.ok, result.term_out[-2000:]
+    trials = re.findall(r"^trial (\d)/3: root-mean-squared-log-error = ([0-9.]+) \{", result.stdout, re.M)
+    assert [t for t, _ in trials] == ["1", "2", "3"], result.stdout[-1500:]
+    assert "learning_rate" in result.stdout and "num_leaves" in result.stdout
+    best = min(float(v) for _, v in trials)
+    metric = re.search(r"^Validation metric: ([-+0-9.eE]+)$", result.stdout, re.M)
+    assert metric and abs(float(metric.group(1)) - best) < 1e-5  # lower is better: the best trial
+    assert "Trial 0 finished" not in result.term_out  # optuna's own logging is silenced
+    assert (tmp_path / "optuna" / "submission" / "submission.csv").exists()
+    # drafts tune with optuna only when it is installed, and their tags and plans say so
+    with_optuna = [_draft(session, seed, installed) for seed in range(12)]
+    assert any("import optuna" in c for c in with_optuna)
+    assert not any("optuna" in _draft(session, seed, {k: v for k, v in installed.items() if k != "optuna"})
+                   for seed in range(12))

@@ -67,8 +67,11 @@ EXTRA_IMPORTS: dict[str, str] = {
 
 
 def known_imports() -> dict[str, str]:
-    """Map of a bound name (``np``, ``KFold``, ``time``) to the import line that binds it."""
-    out = dict(EXTRA_IMPORTS)
+    """Map of a bound name (``np``, ``KFold``, ``time``, ``LGBMClassifier``, ``optuna``) to the
+    import line that binds it."""
+    from .boosters import LIBRARY_IMPORTS
+
+    out = {**EXTRA_IMPORTS, **LIBRARY_IMPORTS}
     for line in IMPORT_LINES:
         if not line:
             continue

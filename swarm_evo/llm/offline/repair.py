@@ -3,7 +3,10 @@
 ``debug`` repairs with probability ``repair_rate`` per attempt: KeyError of a misspelled
 column → fuzzy match against the public files' columns; NameError → add the import; a length
 or shape mismatch → remove the self-slicing line; TimeoutError/MemoryError → make the program
-cheaper. Otherwise it returns a plausible edit that leaves the bug in place.
+cheaper; a gradient-boosting library's own error (:data:`LIBRARY_RULES`: string columns given
+to LightGBM/XGBoost/CatBoost, string class labels given to XGBoost, early stopping without an
+eval_set, CatBoost's conflicting logging parameters) → the matching fix of
+:func:`fix_library`. Otherwise it returns a plausible edit that leaves the bug in place.
 """
 
 from __future__ import annotations
@@ -67,13 +70,16 @@ def fix_shape(code: str) -> str | None:
 
 
 def make_cheaper(code: str) -> str | None:
-    """Halve estimators, iterations and TF-IDF size, use 3 folds: for timeouts and OOM."""
+    """Halve estimators, iterations, TF-IDF size and optuna trials/seconds, use 3 folds: for
+    timeouts and OOM."""
     rules = {
         "N_ESTIMATORS": lambda v: max(50, int(v) // 2),
         "MAX_ITER": lambda v: max(100, int(v) // 2),
         "TFIDF_MAX_FEATURES": lambda v: max(2000, int(v) // 2),
         "SVD_COMPONENTS": lambda v: max(16, int(v) // 2),
         "N_FOLDS": lambda v: min(int(v), 3),
+        "OPTUNA_TRIALS": lambda v: max(3, int(v) // 2),
+        "OPTUNA_TIMEOUT": lambda v: max(30, int(v) // 2),
     }
     new = code
     for name, fn in rules.items():
@@ -89,6 +95,53 @@ def make_cheaper(code: str) -> str | None:
             genes["OPTIMIZER"] = genes["OPTIMIZER"].rstrip("\n") + "\nN_ESTIMATORS = 100\nMAX_ITER = 300\n\n"
             new = G.render_program(preamble, genes)
     return new if new != code else None
+
+
+LIBRARY_RULES: tuple[tuple[str, str], ...] = (
+    (r"pandas dtypes must be int, float or bool|DataFrame\.dtypes for data must be int, float, bool or category"
+     r"|CatBoostError: .*Cannot convert .* to float", "preprocess"),
+    (r"Invalid classes inferred from unique values of `y`", "encode_labels"),
+    (r"validation dataset for early stopping|For early stopping, at least one dataset", "early_stopping"),
+    (r"Only one of parameters \['verbose', 'logging_level'", "logging"),
+)
+"""(regular expression of the library's error, fix of :func:`fix_library`): LightGBM, XGBoost and
+CatBoost given string columns; XGBoost given class names; LightGBM/XGBoost early stopping with
+no eval_set; CatBoost's verbose together with logging_level."""
+
+
+def _fix_library_once(code: str, fix: str) -> tuple[str, str] | None:
+    if fix == "preprocess":
+        new = re.sub(r"^([ \t]*)return estimator\b[^\n]*$",
+                     r"\1return make_pipeline(build_preprocessor(PREPROCESS_KIND), estimator)", code, flags=re.M)
+        return (new, "the estimator gets the DATA gene's preprocessing again (string columns encoded)") \
+            if new != code else None
+    if fix == "encode_labels":
+        has_fit = re.search(r"^label_encoder\.fit\(", code, re.M) is not None
+        line = "y = label_encoder.transform(target_raw)" if has_fit else "y = label_encoder.fit_transform(target_raw)"
+        new = re.sub(r"^y = (?!label_encoder\.)[^\n]*$", line, code, count=1, flags=re.M)
+        if new != code and "label_encoder = LabelEncoder()" not in new:
+            new = new.replace(line, "label_encoder = LabelEncoder()\n" + line, 1)
+        return (new, "the class labels are encoded as 0..K-1 with the LabelEncoder") if new != code else None
+    if fix == "early_stopping":
+        new = re.sub(r"\bearly_stopping_rounds?=[^,()\n]+,[ \t]*", "", code)
+        return (new, "removed early_stopping_rounds (there is no eval_set to stop on)") if new != code else None
+    if fix == "logging":
+        new = re.sub(r"\blogging_level=[^,()\n]+,[ \t]*", "", code)
+        new = re.sub(r"\bverbose=True\b", "verbose=0", new)
+        return (new, "one logging parameter only: verbose=0, logging_level removed") if new != code else None
+    return None
+
+
+def fix_library(code: str, term_out: str) -> tuple[str, str] | None:
+    """The fix for a gradient-boosting library's error in ``term_out`` (see :data:`LIBRARY_RULES`),
+    as (new code, description), or None when no rule matches or its edit finds nothing to change."""
+    tail = (term_out or "")[-4000:]
+    for pattern, fix in LIBRARY_RULES:
+        if re.search(pattern, tail):
+            res = _fix_library_once(code, fix)
+            if res:
+                return res
+    return None
 
 
 def failing_locus(code: str, term_out: str) -> str | None:
@@ -133,6 +186,9 @@ def repair(code: str, term_out: str, exc_type: str | None, public_dir: str,
         new = make_cheaper(code)
         if new:
             return new, "made the program cheaper (fewer estimators/iterations/features/folds)"
+    res = fix_library(code, tail)
+    if res:
+        return res
     if exc == "KeyError" or "KeyError" in tail or "not in index" in tail or "not found in axis" in tail:
         new = fix_columns(code, tail, public_columns(public_dir))
         if new:
