@@ -52,6 +52,7 @@ def resolve_config(
     policy: str | None = None,
     mlebench_repo: str | None = None,
     python: str | None = None,
+    instance: str | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
     explicit parameters.
@@ -86,6 +87,7 @@ def resolve_config(
         "sandbox.python": python,
         "search.policy": policy,
         "mlebench_repo": mlebench_repo,
+        "problem.instance": instance,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
     return config.with_overrides(overrides), api_key
@@ -109,6 +111,7 @@ def two_phase_evo(
     competition_id: str | None = None,
     data_dir: str | None = None,
     problem: str | None = None,
+    instance: str | None = None,
     run_dir: str | None = None,
     model: str | None = None,
     max_steps: int | None = None,
@@ -135,6 +138,10 @@ def two_phase_evo(
             default ``data``); for a problem, where its data file is looked up.
         problem: a problem to evolve instead of a competition: a built-in name
             (circle-packing, tsp, count-primes) or a problem folder (SPEC §11).
+        instance: the problem's instance (``problem.instance``), e.g. ``kroA100`` for tsp, looked
+            up as ``tsp/kroA100.tsp`` under ``data_dir`` (or the default data directories);
+            None = the problem's default. ProblemError for an unknown instance (names the
+            directories searched and the available ones) or a problem without instances.
         run_dir: where the journal and files go (default ``runs/<id>-<time>-s<seed>``); an
             existing run directory of the same competition or problem is continued.
         model: litellm model name or ``offline``; overrides the config file and the block.
@@ -150,7 +157,7 @@ def two_phase_evo(
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
         resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
-            the competition or problem, configuration, model, seed, policy and LLM block come
+            the competition or problem, its instance, configuration, model, seed, policy and LLM block come
             from its journal, so those parameters must be left unset; data_dir (when the data
             moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python and the
             blocks may change. The budget, epochs, phase, valid pool, agents and experience pool
@@ -162,7 +169,7 @@ def two_phase_evo(
     logger = get_run_logger()
     base = None
     if resume:
-        fixed = dict(competition_id=competition_id, problem=problem, run_dir=run_dir,
+        fixed = dict(competition_id=competition_id, problem=problem, instance=instance, run_dir=run_dir,
                      config_path=config_path, model=model, seed=seed, policy=policy)
         given = sorted(k for k, v in fixed.items() if v is not None)
         if given:
@@ -175,9 +182,11 @@ def two_phase_evo(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
-        python=python,
+        python=python, instance=instance,
     )
     name = problem if problem is not None else competition_id
+    if problem is not None and config.problem.instance:
+        name = f"{Path(str(problem)).name}-{config.problem.instance}"
     run_path = Path(run_dir) if run_dir else default_run_dir(Path(str(name)).name, config.seed)
     session = open_session(
         competition_id=competition_id,

@@ -1,7 +1,7 @@
 """The ``swarm-evo`` command line (issue 2 contract).
 
     swarm-evo prepare COMPETITION_ID --raw-dir RAW_DIR --data-dir DATA_DIR
-    swarm-evo run (--competition-id ID --data-dir DATA_DIR | --problem NAME [--data-dir DIR])
+    swarm-evo run (--competition-id ID --data-dir DATA_DIR | --problem NAME [--instance I] [--data-dir DIR])
                   [--model M] [--max-steps N] [--seed S]
                   [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
                   [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
@@ -13,8 +13,9 @@
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
     swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild]
-    swarm-evo sweep --data-dir DATA_DIR --competitions A,B --seeds N --policies two_phase,greedy,random
-                    --max-steps N --model M --out OUT_DIR [--deployment NAME]
+    swarm-evo sweep (--data-dir DATA_DIR --competitions A,B | --problems tsp:kroA100,circle-packing)
+                    --seeds N --policies two_phase,greedy,random --max-steps N --model M --out OUT_DIR
+                    [--deployment NAME]
 
 Exit codes: 0 success, 1 the run failed, 2 bad input (the message names the file, field or
 value and the fix). ``run`` uses Prefect's ephemeral API unless PREFECT_API_URL is set.
@@ -44,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     target = r.add_mutually_exclusive_group(required=True)
     target.add_argument("--competition-id", help="a Kaggle/MLE-bench competition under --data-dir")
     target.add_argument("--problem", help="an optimisation problem: circle-packing, tsp, count-primes or a folder")
+    r.add_argument("--instance", default=None,
+                   help="instance of a problem that has several (config problem.instance), e.g. kroA100 for tsp: "
+                   "the file tsp/kroA100.tsp in the data directory (default: the problem's own, berlin52 for tsp)")
     r.add_argument("--data-dir", type=Path, default=None,
                    help="MLE-bench data directory (required with --competition-id); a problem's data files")
     r.add_argument("--model", default=None, help="'offline' (default) or a litellm model name")
@@ -140,14 +144,14 @@ def _start_flow() -> None:
 
 def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     """Every check that can fail on bad input, before the flow starts and anything is written:
-    objective, model access, sandbox (daemon, image, GPU runtime), run directory ownership.
-    Returns the objective."""
+    objective (and its instance), model access, sandbox (daemon, image, GPU runtime), run
+    directory ownership. Returns the objective."""
     from swarm_evo.competition import CompetitionError
     from swarm_evo.llm.client import endpoint_for
     from swarm_evo.session import check_run_dir, load_objective, open_sandbox, probe_endpoints
 
     try:
-        objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo)
+        objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     except CompetitionError as exc:
         if competition_id and "not found: prepare" in str(exc):
             raise CompetitionError(
@@ -173,6 +177,8 @@ def _print_summary(summary: dict) -> int:
     print(f"best validation metric: {best.get('metric')}")
     if summary.get("problem_report") is not None:
         report = summary["problem_report"]
+        if report.get("instance"):
+            print(f"instance: {report['instance']}")
         print(f"{report['score_name']}: {report['raw_score']} (initial program: {report['initial_raw_score']}, "
               f"best known: {report['known_best']}); combined_score {report['score']} "
               f"(initial {report['initial_score']})")
@@ -201,8 +207,11 @@ def _run(args) -> int:
 
     if args.competition_id and args.data_dir is None:
         return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
+    if args.competition_id and args.instance is not None:
+        return _fail(f"--instance {args.instance} applies to problems (e.g. --problem tsp --instance kroA100), "
+                     f"not to competition {args.competition_id}: drop it")
     overrides = dict(
-        model=args.model, max_steps=args.max_steps, seed=args.seed,
+        model=args.model, instance=args.instance, max_steps=args.max_steps, seed=args.seed,
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
         executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy, python=args.python,
         mlebench_repo=str(args.mlebench_repo.expanduser().resolve()) if args.mlebench_repo else None,
@@ -213,7 +222,7 @@ def _run(args) -> int:
         **overrides,
     )
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
-    run_dir = args.run_dir or default_run_dir(Path(objective.id).name, config.seed)
+    run_dir = args.run_dir or default_run_dir(Path(getattr(objective, "label", objective.id)).name, config.seed)
     start_ephemeral_api()
     # The time limit counts from the command's start: imports, the preflight calls (a hanging
     # model costs one timeout there) and the Prefect API's start-up come out of it.

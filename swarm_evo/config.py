@@ -190,6 +190,17 @@ class AgentsConfig(_Section):
     experience_top_k: int = Field(5, ge=0, description="Examples of the same operation shown in a prompt.")
 
 
+class ProblemConfig(_Section):
+    """The optimisation problem's own choices (SPEC §11); ignored by competition runs."""
+
+    instance: str | None = Field(
+        None,
+        description="Instance of a problem that has several (problem.yaml instances), e.g. kroA100 for tsp: "
+        "the data file tsp/kroA100.tsp under the data directory; None = the problem's default instance. "
+        "An error for a problem without instances and for competitions.",
+    )
+
+
 class RunConfig(_Section):
     """The whole configuration of one run."""
 
@@ -203,6 +214,7 @@ class RunConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    problem: ProblemConfig = Field(default_factory=ProblemConfig)
 
     def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
         """Return a copy with dotted-key overrides applied, e.g. ``{"search.max_steps": 30}``.
@@ -258,5 +270,5 @@ def load_config(path: Path | None = None) -> RunConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML ({exc})") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections (search, model, sandbox, agents)")
+        raise ConfigError(f"{path}: the top level must be a mapping of sections (search, model, sandbox, agents, problem)")
     return _validate(data, source=str(path))

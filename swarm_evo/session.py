@@ -35,7 +35,7 @@ from pathlib import Path
 from swarm_evo.agents import AgentPool
 from swarm_evo.budget import Budget
 from swarm_evo.competition import CompetitionError, load_competition
-from swarm_evo.config import RunConfig
+from swarm_evo.config import ConfigError, RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
@@ -165,21 +165,29 @@ class RunSession:
 
 
 def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None,
-                   mlebench_repo: str | None = None) -> Objective:
+                   mlebench_repo: str | None = None, instance: str | None = None) -> Objective:
     """The run's objective: a competition (``competition_id`` under ``data_dir``) or a problem
-    (a built-in name or a problem folder; its data file, if any, under ``data_dir``).
+    (a built-in name or a problem folder, on ``instance`` if it has instances; its data file,
+    if any, under ``data_dir``).
 
     Raises:
         ValueError: neither or both of ``competition_id`` and ``problem`` are given.
+        ConfigError: an ``instance`` for a competition.
         CompetitionError: the competition cannot be loaded or is not prepared.
-        ProblemError: the problem cannot be loaded (names the file or field and the fix).
+        ProblemError: the problem cannot be loaded (names the file or field and the fix), an
+            unknown instance, or an instance for a problem without instances.
     """
     if (competition_id is None) == (problem is None):
         raise ValueError("give exactly one of competition_id (a Kaggle competition) and problem")
     if problem is not None:
         from swarm_evo.evaluation import load_problem
 
-        return ProblemObjective(load_problem(problem, Path(data_dir) if data_dir else None))
+        return ProblemObjective(load_problem(problem, Path(data_dir) if data_dir else None, instance))
+    if instance is not None:
+        raise ConfigError(
+            f"instance {instance!r} (--instance / problem.instance) applies to problems such as tsp, not to "
+            f"competition {competition_id!r}: drop it"
+        )
     competition = load_competition(competition_id, Path(data_dir or "data"), mlebench_repo)
     if not competition.public_dir.is_dir():
         raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
@@ -215,6 +223,12 @@ def _check_owner(journal: Journal, objective: Objective) -> None:
                 f"{journal.path} belongs to {what} '{owner}', not {objective.kind} '{objective.id}': "
                 "choose another --run-dir"
             )
+    owner_instance, instance = journal.info.get("instance"), getattr(objective, "instance", None)
+    if owner_instance is not None and owner_instance != instance:  # journals before instances have none
+        raise RunDirectoryError(
+            f"{journal.path} belongs to instance '{owner_instance}' of {objective.id}, not '{instance}': "
+            "choose another --run-dir"
+        )
 
 
 def probe_endpoints(endpoint: ModelEndpoint, config: RunConfig) -> list[ProbeResult]:
@@ -268,7 +282,7 @@ def open_session(
             problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
-    objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo)
+    objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     check_model_access(endpoint)
     probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()
@@ -282,6 +296,7 @@ def open_session(
         journal = Journal(journal_path, **kwargs)
     journal.info.update(
         **({"competition_id": objective.id} if objective.kind == "competition" else {"problem": objective.id}),
+        **({"instance": objective.instance} if getattr(objective, "instance", None) else {}),
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
         model=endpoint.name,
         seed=config.seed,

@@ -6,7 +6,9 @@
 * :mod:`~swarm_evo.evaluation.harness`: call a candidate's entry function in the sandbox.
 * :mod:`~swarm_evo.evaluation.runner`: the multi-run driver evaluators use.
 * :mod:`~swarm_evo.evaluation.auxiliary`: static/dynamic auxiliary metrics in the sandbox.
-* :mod:`~swarm_evo.evaluation.problem`: problem folders (problem.yaml, initial.py, evaluate.py).
+* :mod:`~swarm_evo.evaluation.problem`: problem folders (problem.yaml, initial.py, evaluate.py);
+  :mod:`~swarm_evo.evaluation.problem_spec` the schema of problem.yaml;
+  :mod:`~swarm_evo.evaluation.problem_data` data directories, data files and instances.
 * :mod:`~swarm_evo.evaluation.service`: evaluate_program, the pipeline of the Eval Service.
 
 The package never imports Prefect (the ``evaluate-program`` flow wraps it).

@@ -3,7 +3,7 @@
 A problem is a folder::
 
     problem.yaml           name, title, entry, loci, required_loci, timeout, num_runs, score,
-                           data_file, directions (see ProblemSpec)
+                           data_file or instances, directions (see ProblemSpec)
     description.md         the task statement shown to the LLM
     initial.py             the seed program: a `# [SECTION: NAME]` marker per locus, defines `entry`
     evaluate.py            `evaluate(program_path, results_dir, *, sandbox, problem, timeout,
@@ -14,6 +14,7 @@ A problem is a folder::
 :func:`load_problem` reads and checks a folder (a built-in name or a path) and returns a
 :class:`Problem`; every defect is a :class:`ProblemError` naming the file, the field and the fix.
 ``evaluate.py`` is trusted code (it ships with the problem) and is imported on the host.
+Data directories, data files and instances: :mod:`swarm_evo.evaluation.problem_data`.
 """
 
 from __future__ import annotations
@@ -21,25 +22,25 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-import os
 import re
 import sys
 import types
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from swarm_evo.evaluation.contract import EvaluationResult, Interpretation
+from swarm_evo.evaluation.problem_data import (  # noqa: F401 (DATA_DIR_ENV, data_search_dirs: re-exported)
+    DATA_DIR_ENV,
+    ProblemError,
+    data_search_dirs,
+    instance_known_best,
+    render_text,
+    resolve_data_file,
+    resolve_instance,
+)
+from swarm_evo.evaluation.problem_spec import ProblemSpec, ScoreSpec, read_spec  # noqa: F401 (ScoreSpec: re-exported)
 from swarm_evo.genes import parse_genes
 
 PROBLEM_FILE = "problem.yaml"
@@ -55,76 +56,6 @@ BUILTIN_PROBLEMS: tuple[str, ...] = ("circle-packing", "tsp", "count-primes")
 
 PROBLEMS_DIR = Path(__file__).resolve().parents[1] / "problems"
 """``swarm_evo/problems``: the built-in problem folders (circle_packing/, tsp/, count_primes/)."""
-
-DATA_DIR_ENV = "SWARM_EVO_DATA_DIR"
-"""Environment variable naming the data directory when ``--data-dir`` is not given."""
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class ProblemError(ValueError):
-    """A problem folder that cannot be used; the message names the file/field and the fix."""
-
-
-class ScoreSpec(BaseModel):
-    """``score:`` of problem.yaml: the primary metric (its raw value goes to public metrics).
-
-    ``name`` (e.g. ``sum_of_radii``), ``interpretation`` of the raw value, ``unit``,
-    ``known_best`` (best known raw value, for gap metrics; None if unknown).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    interpretation: Interpretation = "higher_better"
-    unit: str = ""
-    known_best: float | None = None
-
-
-class ProblemSpec(BaseModel):
-    """The schema of ``problem.yaml`` (unknown keys are errors).
-
-    ``timeout`` is seconds per run; ``data_file`` a path relative to the data directory
-    (absolute paths are used as they are); ``directions`` ideas the Evolution Log may offer.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    title: str = ""
-    entry: str
-    loci: list[str] = Field(min_length=1)
-    required_loci: list[str] = Field(default_factory=list)
-    timeout: float = Field(60.0, gt=0)
-    num_runs: int = Field(1, ge=1)
-    score: ScoreSpec
-    data_file: str | None = None
-    directions: list[str] = Field(default_factory=list)
-
-    @field_validator("entry")
-    @classmethod
-    def _entry_identifier(cls, value: str) -> str:
-        if not _IDENTIFIER.match(value):
-            raise ValueError(f"entry must be a Python function name, got {value!r}")
-        return value
-
-    @field_validator("loci", "required_loci")
-    @classmethod
-    def _locus_names(cls, value: list[str]) -> list[str]:
-        for locus in value:
-            if not _IDENTIFIER.match(locus):
-                raise ValueError(f"locus names are identifiers like LAYOUT, got {locus!r}")
-        if len(set(value)) != len(value):
-            raise ValueError(f"loci repeat: {value}")
-        return value
-
-    @model_validator(mode="after")
-    def _required_subset(self) -> "ProblemSpec":
-        unknown = [locus for locus in self.required_loci if locus not in self.loci]
-        if unknown:
-            raise ValueError(f"required_loci {unknown} are not in loci {self.loci}")
-        return self
-
 
 class Problem(BaseModel):
     """A loaded, checked problem (see the module docstring for the folder layout).
@@ -154,6 +85,8 @@ class Problem(BaseModel):
     score_unit: str = ""
     known_best: float | None = None
     data_path: Path | None = None
+    instance: str | None = None
+    instance_facts: dict[str, Any] = Field(default_factory=dict)
     directions: tuple[str, ...] = ()
     static_auxiliary: Path | None = None
     alleles: dict[str, dict[str, str]] = Field(default_factory=dict)
@@ -174,8 +107,14 @@ class Problem(BaseModel):
             self._evaluate = _import_evaluator(self.directory, self.name)
         return self._evaluate
 
+    @property
+    def label(self) -> str:
+        """``name`` or ``name-instance``: a file-name-safe label for run directories."""
+        return f"{self.name}-{self.instance}" if self.instance else self.name
 
-def _import_evaluator(directory: Path, name: str) -> Callable[..., EvaluationResult]:
+
+def _import_evaluator(directory: Path, name: str, function: str = EVALUATE_FUNCTION) -> Callable[..., Any]:
+    """``function`` of ``directory/evaluate.py`` (imported as described in Problem.evaluator)."""
     path = directory / EVALUATOR_FILE
     digest = hashlib.sha1(str(directory).encode()).hexdigest()[:10]
     package = f"_swarm_evo_problem_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_{digest}"
@@ -195,7 +134,9 @@ def _import_evaluator(directory: Path, name: str) -> Callable[..., EvaluationRes
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise ProblemError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
-    fn = getattr(module, EVALUATE_FUNCTION, None)
+    fn = getattr(module, function, None)
+    if not callable(fn) and function != EVALUATE_FUNCTION:
+        raise ProblemError(f"{path}: defines no function '{function}' (named by problem.yaml instances.facts)")
     if not callable(fn):
         raise ProblemError(
             f"{path}: defines no function '{EVALUATE_FUNCTION}': add `def evaluate(program_path, "
@@ -229,31 +170,6 @@ def problem_directory(name_or_path: str | Path) -> Path:
         f"unknown problem {text!r}: use a built-in ({', '.join(BUILTIN_PROBLEMS)}) or the path "
         f"of a folder holding {PROBLEM_FILE}"
     )
-
-
-def _read_spec(path: Path) -> ProblemSpec:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ProblemError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ProblemError(f"{path}: must be a mapping of keys (name, entry, loci, score, ...)")
-    try:
-        return ProblemSpec.model_validate(data)
-    except ValidationError as exc:
-        messages = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                parent = ScoreSpec if err["loc"][:1] == ("score",) else ProblemSpec
-                messages.append(
-                    f"unknown key '{loc}' (allowed: {', '.join(parent.model_fields)})"
-                )
-            elif err["type"] == "missing":
-                messages.append(f"missing key '{loc}'")
-            else:
-                messages.append(f"{loc}: {err['msg']}")
-        raise ProblemError(f"{path}: " + "; ".join(messages)) from None
 
 
 def _read_required(directory: Path, name: str, role: str) -> str:
@@ -300,61 +216,27 @@ def _load_alleles(directory: Path, loci: list[str]) -> dict[str, dict[str, str]]
     return alleles
 
 
-def data_search_dirs(data_dir: Path | None = None) -> list[Path]:
-    """Directories searched for a problem's data file, in order.
-
-    ``data_dir`` if given; else ``$SWARM_EVO_DATA_DIR`` if set; else ``./data`` then
-    ``../shared/data`` (relative to the current directory).
-    """
-    if data_dir is not None:
-        return [Path(data_dir)]
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return [Path(env)]
-    return [Path("data"), Path("..") / "shared" / "data"]
-
-
-def resolve_data_file(data_file: str, data_dir: Path | None = None, *, source: Path | None = None) -> Path:
-    """The absolute path of ``data_file`` (relative to the data directory; see data_search_dirs).
-
-    Raises:
-        ProblemError: the file exists in none of the directories (names them and --data-dir).
-    """
-    candidate = Path(data_file).expanduser()
-    if candidate.is_absolute():
-        if candidate.is_file():
-            return candidate
-        dirs: list[Path] = []
-    else:
-        dirs = data_search_dirs(data_dir)
-        for base in dirs:
-            path = base / candidate
-            if path.is_file():
-                return path.resolve()
-    where = f"{source}: " if source else ""
-    searched = ", ".join(str(d.resolve()) for d in dirs) or str(candidate)
-    raise ProblemError(
-        f"{where}data file '{data_file}' not found (looked in {searched}): pass --data-dir DIR "
-        f"(a directory containing {data_file}) or set {DATA_DIR_ENV}"
-    )
-
-
-def load_problem(name_or_path: str | Path, data_dir: Path | None = None) -> Problem:
-    """Load and check a problem: a built-in name (:data:`BUILTIN_PROBLEMS`) or a folder path.
+def load_problem(name_or_path: str | Path, data_dir: Path | None = None, instance: str | None = None) -> Problem:
+    """Load and check a problem: a built-in name (:data:`BUILTIN_PROBLEMS`) or a folder path,
+    on ``instance`` (problems with ``instances`` in problem.yaml; None = their default).
 
     Checks: problem.yaml is valid (unknown keys, missing keys and bad values are errors);
     description.md, initial.py and evaluate.py exist; initial.py parses, carries the marker
     of every locus (:func:`swarm_evo.genes.parse_genes`) and defines the entry function
     (:mod:`ast`, nothing is executed); ``alleles/<LOCUS>/`` folders name loci of the problem;
-    the data file (if any) exists (:func:`resolve_data_file`). evaluate.py is imported later,
-    by :meth:`Problem.evaluator`.
+    the data file (if any) exists (:func:`resolve_data_file`), or the instance's file
+    (:func:`~swarm_evo.evaluation.problem_data.resolve_instance`), whose title and description
+    are then rendered for it. evaluate.py is imported later, by :meth:`Problem.evaluator`
+    (earlier only when ``instances.facts`` names one of its functions).
 
     Raises:
-        ProblemError: any of the above, naming the file/field and the fix.
+        ProblemError: any of the above, naming the file/field and the fix; an ``instance``
+            given to a problem without instances; an unknown instance (names the directories
+            searched and the available instances).
     """
     directory = problem_directory(name_or_path)
     spec_path = directory / PROBLEM_FILE
-    spec = _read_spec(spec_path)
+    spec = read_spec(spec_path)
     description = _read_required(directory, DESCRIPTION_FILE, "the task statement shown to the LLM")
     initial_path = directory / INITIAL_FILE
     initial = _read_required(directory, INITIAL_FILE, f"the seed program with the loci markers and {spec.entry}()")
@@ -366,10 +248,25 @@ def load_problem(name_or_path: str | Path, data_dir: Path | None = None) -> Prob
     _check_initial(initial_path, initial, spec)
     alleles = _load_alleles(directory, spec.loci)
     data_path = resolve_data_file(spec.data_file, data_dir, source=spec_path) if spec.data_file else None
+    title, known_best, facts = spec.title or spec.name, spec.score.known_best, {}
+    if spec.instances is None and instance is not None:
+        raise ProblemError(
+            f"problem {spec.name!r} takes no instance (got {instance!r}): drop --instance / problem.instance "
+            f"({spec_path} has no instances)"
+        )
+    if spec.instances is not None:
+        instance, data_path = resolve_instance(spec.instances, spec.name, instance, data_dir)
+        if spec.instances.facts:
+            facts = dict(_import_evaluator(directory, spec.name, spec.instances.facts)(data_path))
+        known_best = instance_known_best(spec.instances, spec.name, instance, facts, data_path)
+        variables = {**facts, "instance": instance, "known_best": known_best, "timeout": spec.timeout,
+                     "num_runs": spec.num_runs}
+        title = render_text(title, variables, source=f"{spec_path} title")
+        description = render_text(description, variables, source=str(directory / DESCRIPTION_FILE))
     static_aux = directory / STATIC_AUXILIARY_FILE
     return Problem(
         name=spec.name,
-        title=spec.title or spec.name,
+        title=title,
         directory=directory,
         description=description,
         initial_program=initial,
@@ -381,8 +278,10 @@ def load_problem(name_or_path: str | Path, data_dir: Path | None = None) -> Prob
         score_name=spec.score.name,
         score_interpretation=spec.score.interpretation,
         score_unit=spec.score.unit,
-        known_best=spec.score.known_best,
+        known_best=known_best,
         data_path=data_path,
+        instance=instance,
+        instance_facts=facts,
         directions=tuple(spec.directions),
         static_auxiliary=static_aux if static_aux.is_file() else None,
         alleles=alleles,
@@ -400,5 +299,6 @@ def problem_summary(problem: Problem) -> dict[str, Any]:
         "score_name": problem.score_name,
         "score_interpretation": problem.score_interpretation,
         "known_best": problem.known_best,
+        "instance": problem.instance,
         "data_path": str(problem.data_path) if problem.data_path else None,
     }

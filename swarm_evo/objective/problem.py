@@ -51,9 +51,11 @@ class ProblemReport(BaseModel):
     is the problem's own number (e.g. the sum of radii, the tour length) with its
     ``interpretation``; ``gap_to_known_best`` is ``known_best − raw_score`` for
     higher-is-better scores and ``raw_score − known_best`` otherwise (None when unknown).
+    ``instance``: the problem's instance (e.g. ``kroA100``; None for problems without).
     """
 
     problem: str
+    instance: str | None = None
     best_node_id: str | None = None
     best_step: int | None = None
     correct: bool = False
@@ -99,13 +101,16 @@ class ProblemObjective:
     def __init__(self, problem: Problem, auxiliary_path: Path | None = None):
         self.problem = problem
         self.id = problem.name
+        self.instance = problem.instance
+        self.label = problem.label
         self.loci = tuple(problem.loci)
         self.required_loci = tuple(problem.required_loci)
         self.agent_texts_dir = templates_dir() / "agents" / "program"
         self.auxiliary_path = auxiliary_path
 
     def prompt_view(self) -> dict[str, Any]:
-        """name, description, the entry function, the score and the initial program."""
+        """name (the title, naming the instance), description (rendered for the instance), the
+        entry function, the score, the instance, the seconds per run and the initial program."""
         p = self.problem
         return {
             "kind": self.kind,
@@ -117,6 +122,7 @@ class ProblemObjective:
             "entry": p.entry,
             "score_name": p.score_name,
             "known_best": p.known_best,
+            "instance": p.instance,
             "initial_program": p.initial_program,
             "timeout": p.timeout,
         }
@@ -243,6 +249,7 @@ class ProblemObjective:
         score = best.metric_value if best is not None else None
         report = ProblemReport(
             problem=p.name,
+            instance=p.instance,
             best_node_id=best.id if best else None,
             best_step=best.step if best else None,
             correct=bool(best_metrics and best_metrics.get("correct", True)),

@@ -1,7 +1,8 @@
 """Evaluator of the TSP problem: a TSPLIB EUC_2D instance (berlin52 by default).
 
-The instance is the problem's data file (problem.yaml ``data_file: tsp/berlin52.tsp``,
-resolved by :func:`swarm_evo.evaluation.problem.load_problem` into ``problem.data_path``). The
+The instance is a data file ``tsp/<instance>.tsp`` (problem.yaml ``instances``; chosen by
+``--instance``/``problem.instance``, resolved by :func:`swarm_evo.evaluation.problem.load_problem`
+into ``problem.data_path``; :func:`instance_facts` gives the texts its city count). The
 candidate defines ``solve(coords)``: coords a float array of shape (n, 2) (city i = the
 (i+1)-th node of the file), returning a tour, the n city indices 0-based in visiting order
 (the tour closes back to its first city). Validation: a list/array of exactly n integers
@@ -10,7 +11,8 @@ exactly once (duplicates and missing cities are named).
 
 Length: TSPLIB EUC_2D, ``d(i, j) = int(sqrt(dx² + dy²) + 0.5)`` (TSPLIB 95, Reinelt 1991,
 "nint"), summed over the closed tour. combined_score = optimum / length (1.0 at the optimum,
-7542 for berlin52, taken from the file's ``OPTIMUM`` line or problem.yaml ``known_best``).
+e.g. 7542 for berlin52, 21282 for kroA100), the optimum taken from the file's ``OPTIMUM`` line
+or problem.yaml's table ``instances.known_best`` (TSPLIB 95's list of optima, cited there).
 """
 
 from __future__ import annotations
@@ -119,6 +121,24 @@ def parse_tsplib(path: Path) -> TspInstance:
             raise TsplibError(f"{path}: OPTIMUM {spec['OPTIMUM']!r} is not a number") from exc
     coords = np.array([nodes[i] for i in ids], dtype=float)
     return TspInstance(spec.get("NAME", path.stem), coords, optimum)
+
+
+def instance_facts(data_path: Path) -> dict[str, Any]:
+    """Facts of one instance file for the problem's texts (problem.yaml ``instances.facts``):
+    ``{"num_cities": n, "known_best": the file's OPTIMUM or None, "comment": its COMMENT line
+    (or its NAME)}``.
+
+    Raises:
+        TsplibError: the file is not a supported TSPLIB file (see :func:`parse_tsplib`).
+    """
+    instance = parse_tsplib(data_path)
+    comment = instance.name
+    for line in Path(data_path).read_text(encoding="utf-8", errors="replace").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().upper() == "COMMENT" and value.strip():
+            comment = value.strip()
+            break
+    return {"num_cities": int(instance.coords.shape[0]), "known_best": instance.optimum, "comment": comment}
 
 
 def euc_2d(coords: np.ndarray, i: int, j: int) -> int:

@@ -1,4 +1,4 @@
-"""Travelling salesman on a TSPLIB EUC_2D instance (berlin52): find a short closed tour.
+"""Travelling salesman on a TSPLIB EUC_2D instance (the one the task names): find a short closed tour.
 
 The evaluator calls ``solve(coords)`` with coords a float array of shape (n, 2) and expects a
 list of the n city indices (0-based), each exactly once, in visiting order. Distances are
