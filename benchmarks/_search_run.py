@@ -25,7 +25,7 @@ Modes:
     search phases only (``phase1_draft`` then ``phase2_evolve``, as ``two_phase_evo`` does), not
     grading; the search window is timed around them.
 
-Measurements (``timings`` come from the journal, ``steps.assemble_node``: ``wall`` is the step
+Measurements (``timings`` come from the journal, ``swarm_evo.step.assembly.assemble_node``: ``wall`` is the step
 body from selection to review; ``orchestration = wall - llm - exec``):
 ``nodes``, per-node ``orchestration``/``wall``/``llm``/``exec`` lists, ``debug_attempts``,
 ``search_seconds`` (search window), ``total_seconds`` (the whole flow call, prefect mode),

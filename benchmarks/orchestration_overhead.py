@@ -15,7 +15,7 @@ only, step and debug-attempt subflows without; ``flows/_subflow.py``), ``off``
 (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests) and ``plain`` (the same search code with Prefect removed: tasks and flows called as plain
 functions, no API; the baseline for "how much of it is Prefect").
 
-Per node, from the journal (``node.metadata["timings"]``, written by ``steps.assemble_node``):
+Per node, from the journal (``node.metadata["timings"]``, written by ``swarm_evo.step.assembly.assemble_node``):
 ``in-step`` orchestration = wall − LLM − execution of the step body (selection → review; it
 includes the task runs, the debug-attempt subflows, prompt building, review rules, the journal
 save). Prefect's per-subflow start/finish cost of the step subflow itself (creating the flow

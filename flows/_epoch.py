@@ -9,14 +9,14 @@ from typing import Callable
 from prefect import get_run_logger
 
 from flows._subflow import subflow_context
-from swarm_evo import steps
 from swarm_evo.session import get_session
+from swarm_evo.step import limits
 
 
 def run_epoch(run_dir: str, step_flow: Callable, epoch: int, n_steps: int) -> list:
     """Start ``n_steps`` step subflows of ``step_flow``; each first reserves a budget slot and
     does not start when none is left, the time limit is reached or the run was stopped
-    (:func:`swarm_evo.steps.check_limits`: ``max_cost_usd``, a model failing again and again;
+    (:func:`swarm_evo.step.limits.check_limits`: ``max_cost_usd``, a model failing again and again;
     SPEC §6: the budget is never exceeded, the time limit is checked before every step). Subflows run in threads
     with the parent's context, so Prefect records them as children of the phase flow.
     Returns the step outcomes (None for steps that did not start or crashed)."""
@@ -24,7 +24,7 @@ def run_epoch(run_dir: str, step_flow: Callable, epoch: int, n_steps: int) -> li
     logger = get_run_logger()
 
     def one_step():
-        if steps.check_limits(session):  # a stop (cost, failing model) starts no new step
+        if limits.check_limits(session):  # a stop (cost, failing model) starts no new step
             return None
         slot = session.budget.reserve()
         if slot is None:

@@ -10,11 +10,12 @@ from prefect.states import Completed, State
 
 from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
-from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
 from swarm_evo.llm.client import CostLimitReached, DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
+from swarm_evo.step import assembly, limits, review_call
+from swarm_evo.step.request import OperationRequest, release_request
 from tasks.artifacts import update_progress
 from tasks.execute import execute
 from tasks.generate import generate
@@ -42,7 +43,7 @@ def _failed_generation(session, run_dir: str, node_id: str, request, exc: BaseEx
                        started: float) -> dict | State:
     """GenerationError or a model error after its retries: a dead node, counted in the budget."""
     get_run_logger().warning("generation failed for slot %s (%s): %s", request.slot, type(exc).__name__, exc)
-    node = steps.failed_generation_node(session, node_id, request, exc, epoch, time.perf_counter() - started)
+    node = assembly.failed_generation_node(session, node_id, request, exc, epoch, time.perf_counter() - started)
     append_node(run_dir, node, request)
     update_progress(run_dir)
     return _outcome(node)
@@ -58,11 +59,11 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     """
     session = get_session(run_dir)
     started = time.perf_counter()
-    request: steps.OperationRequest = select(run_dir, slot)
+    request: OperationRequest = select(run_dir, slot)
     try:
         return _take_step(session, run_dir, slot, epoch, request, started)
     finally:
-        steps.release_request(session, request)
+        release_request(session, request)
 
 
 def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: float) -> dict | State:
@@ -75,7 +76,7 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
         if not session.budget.time_up() and not isinstance(exc, CostLimitReached):
             # a model error close to the deadline: a failed generation
             return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
-        steps.check_limits(session)  # the cost limit stops the run
+        limits.check_limits(session)  # the cost limit stops the run
         logger.info("slot %s not started: %s", slot, exc)  # a run limit came first: no node
         session.budget.release(slot)
         return None
@@ -106,13 +107,13 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
     max_attempts = session.config.search.debug_max_attempts
 
     def time_up() -> bool:  # after the deadline, or once the run stops, no debug calls the model
-        return session.budget.time_up() or steps.check_limits(session) is not None
+        return session.budget.time_up() or limits.check_limits(session) is not None
 
     chain = run_debug_chain(first, max_attempts, attempt_fn, time_up)
     outcome, review_usage = review_or_facts(run_dir, node_id, slot, chain.final)
-    while steps.flagged_by_reviewer(outcome, chain.final) and chain.attempts < max_attempts and not time_up():
+    while review_call.flagged_by_reviewer(outcome, chain.final) and chain.attempts < max_attempts and not time_up():
         # every deterministic check passed but the reviewer says bug: debug it with the reviewer's reason
-        reasons = steps.reviewer_reasons(outcome)
+        reasons = review_call.reviewer_reasons(outcome)
         logger.info("node %s passed every check but the reviewer flagged it (%s); debugging it", node_id[:8],
                     "; ".join(reasons)[:200])
         before = chain.final
@@ -121,7 +122,7 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
             break
         outcome, more_usage = review_or_facts(run_dir, node_id, slot, chain.final)
         review_usage = review_usage.add(more_usage)
-    node = steps.assemble_node(
+    node = assembly.assemble_node(
         session, node_id, request, generated, chain, outcome, review_usage, epoch, time.perf_counter() - started
     )
     append_node(run_dir, node, request)

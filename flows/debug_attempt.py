@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from prefect import flow, runtime
 
-from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.client import GenerationError
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.step import generation
 from tasks.execute import execute
 from tasks.generate import generate_debug
 
@@ -61,7 +61,7 @@ def debug_attempt(
         error = exc if isinstance(exc, GenerationError) else f"{type(exc).__name__}: {exc}"
         return _no_program(attempt, previous_code, f"debug attempt {attempt} produced no program: {error}",
                            getattr(exc, "usage", None) or LLMUsage())
-    if steps.same_program(fix.code, previous_code):  # running it again would fail the same way
+    if generation.same_program(fix.code, previous_code):  # running it again would fail the same way
         return _no_program(attempt, previous_code,
                            f"debug attempt {attempt} returned the previous program unchanged", fix.usage)
     return execute(run_dir, node_id, fix.code, attempt, fix.plan, fix.usage)

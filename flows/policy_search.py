@@ -29,18 +29,19 @@ from prefect import flow, get_run_logger, task
 from flows._epoch import run_epoch
 from flows._step import run_step
 from flows.draft_step import draft_step
-from swarm_evo import steps
 from swarm_evo.policies import drafts_due
 from swarm_evo.session import get_session
+from swarm_evo.step import operations
+from swarm_evo.step.request import OperationRequest
 from tasks._policy import TASK_DEFAULTS
 from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
 
 
 @task(name="select-greedy", **TASK_DEFAULTS)
-def select_greedy(run_dir: str, slot: int) -> steps.OperationRequest:
+def select_greedy(run_dir: str, slot: int) -> OperationRequest:
     """Greedy policy: draft, improve the best valid node, or debug a buggy leaf; its prompt."""
-    return steps.prepare_greedy(get_session(run_dir), slot)
+    return operations.prepare_greedy(get_session(run_dir), slot)
 
 
 @flow(name="greedy-step", flow_run_name="greedy-slot{slot}")

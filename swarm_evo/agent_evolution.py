@@ -32,6 +32,7 @@ from swarm_evo.dispatcher import OPERATIONS
 from swarm_evo.experience import ExperiencePool, ExperienceRecord
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.llm.client import ReviewReply, complete_review
+from swarm_evo.model_context import offline_context
 from swarm_evo.node import LLMUsage, utc_now
 from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
@@ -236,8 +237,6 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
     <class>: <text>"``, logged as a warning): a failing model never fails the evolution.
     ``ask`` (see :data:`AskFn`) defaults to one direct :func:`complete_review` call.
     """
-    from swarm_evo.steps import offline_context  # steps imports this module's peers
-
     cfg = session.config.agents
     experience = session.experience
     if not evolution_due(epoch, cfg.evolution_interval, len(experience), cfg.evolution_min_records):

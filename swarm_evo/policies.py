@@ -33,7 +33,7 @@ run does. Pure functions of the journal and a random generator; no Prefect, no I
 Drafts are phase-1 nodes of operation ``draft``; improves are phase-2 ``mutate`` nodes
 (mutate.j2 on the chosen parent with a random non-stub target section, as in SPEC §6), and
 debugs are phase-2 ``debug`` nodes (debug.j2 on the leaf's code and output), see
-:func:`swarm_evo.steps.prepare_improve` and :func:`swarm_evo.steps.prepare_debug_node`.
+:func:`swarm_evo.step.operations.prepare_improve` and :func:`swarm_evo.step.operations.prepare_debug_node`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ strict: a variable a template uses but the caller did not pass is an error, not 
 Every text that enters a prompt is bounded (issue 13): templates apply the filters ``bound``
 (:func:`swarm_evo.text_bounds.bound_text`: ``{{ term_out|bound(limits.term_out, "output") }}``)
 and ``bound_items`` (:func:`swarm_evo.text_bounds.bound_items`) with the run's
-:class:`~swarm_evo.text_bounds.PromptLimits`, passed as ``limits`` by ``steps.prompt_context``.
+:class:`~swarm_evo.text_bounds.PromptLimits`, passed as ``limits`` by ``model_context.prompt_context``.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class RunSession:
     probe_warnings: list[str] = field(default_factory=list)  # transient failures of the preflight calls
     stop_reason: str | None = None  # why no new step starts although budget and time are left
     stop_is_failure: bool = False  # the stop is a failure (the model keeps failing): exit 1
-    published_best_id: str | None = None  # the node whose files are RUN_DIR's best (steps.publish_best)
+    published_best_id: str | None = None  # the node whose files are RUN_DIR's best (step.persistence.publish_best)
 
     @property
     def review_endpoint(self) -> ModelEndpoint:

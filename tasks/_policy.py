@@ -21,7 +21,7 @@ evolve-agents, write-auxiliary-metrics):
    the same prompt would cost the same again); a tool call still bad returns its error.
 4. What fails for good never fails the run: a step's generation becomes a dead node with
    exc_type ``GenerationError`` and the error text, counted in the budget
-   (flows/_step.py, :func:`swarm_evo.steps.failed_generation_node`); a debug attempt's
+   (flows/_step.py, :func:`swarm_evo.step.assembly.failed_generation_node`); a debug attempt's
    generation becomes a failed attempt and the chain goes on (flows/debug_attempt.py); the
    review falls back to the deterministic facts (tasks/review.py); an agent evolution keeps
    the agent's texts and records the error (swarm_evo/agent_evolution.py).

@@ -7,10 +7,10 @@ from contextlib import nullcontext
 from prefect import task
 from prefect.concurrency.sync import concurrency
 
-from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.node import LLMUsage
 from swarm_evo.session import get_session
+from swarm_evo.step import execution
 from tasks._policy import SANDBOX_RETRY_DELAYS, TASK_DEFAULTS, retry_on_sandbox_failure
 
 
@@ -31,4 +31,4 @@ def execute(run_dir: str, node_id: str, code: str, attempt: int = 0, plan: str =
     session = get_session(run_dir)
     limit = session.sandbox.gpu_limit
     with concurrency(limit, occupy=1, strict=True) if limit else nullcontext():
-        return steps.execute_program(session, node_id, code, attempt, plan, usage)
+        return execution.execute_program(session, node_id, code, attempt, plan, usage)

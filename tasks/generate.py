@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from prefect import task
 
-from swarm_evo import steps
 from swarm_evo.session import get_session
+from swarm_evo.step import generation, operations
+from swarm_evo.step.request import OperationRequest
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 
 
 @task(name="select-draft", **TASK_DEFAULTS)
-def select_draft(run_dir: str, slot: int) -> steps.OperationRequest:
+def select_draft(run_dir: str, slot: int) -> OperationRequest:
     """Phase 1: the draft prompt with the draft history."""
-    return steps.prepare_draft(get_session(run_dir), slot)
+    return operations.prepare_draft(get_session(run_dir), slot)
 
 
 @task(name="select-phase2", **TASK_DEFAULTS)
-def select_phase2(run_dir: str, slot: int) -> steps.OperationRequest:
+def select_phase2(run_dir: str, slot: int) -> OperationRequest:
     """Phase 2: merge (pheromone gene plan) or mutate (tournament), and its prompt."""
-    return steps.prepare_phase2(get_session(run_dir), slot)
+    return operations.prepare_phase2(get_session(run_dir), slot)
 
 
 @task(
@@ -27,12 +28,12 @@ def select_phase2(run_dir: str, slot: int) -> steps.OperationRequest:
     **LLM_RETRY,
     **TASK_DEFAULTS,
 )
-def generate(run_dir: str, node_id: str, request: steps.OperationRequest) -> steps.Generated:
+def generate(run_dir: str, node_id: str, request: OperationRequest) -> generation.Generated:
     """The operation's program, statically pre-validated (one self-fix).
 
     Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
     exception; flows/_step.py turns either into a dead node."""
-    return steps.generate_program(get_session(run_dir), node_id, request)
+    return generation.generate_program(get_session(run_dir), node_id, request)
 
 
 @task(
@@ -49,9 +50,9 @@ def generate_debug(
     term_out: str,
     exc_type: str | None,
     problems: list[str],
-) -> steps.Generated:
+) -> generation.Generated:
     """The debug fix of attempt ``attempt`` for the previous attempt's code and error.
 
     Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
     exception; flows/debug_attempt.py turns either into a failed attempt."""
-    return steps.debug_program(get_session(run_dir), node_id, slot, attempt, code, term_out, exc_type, problems)
+    return generation.debug_program(get_session(run_dir), node_id, slot, attempt, code, term_out, exc_type, problems)

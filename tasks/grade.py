@@ -6,9 +6,9 @@ from __future__ import annotations
 from prefect import task
 from pydantic import BaseModel
 
-from swarm_evo import steps
 from swarm_evo.node import Node
 from swarm_evo.session import get_session
+from swarm_evo.step import persistence
 from tasks._policy import TASK_DEFAULTS
 
 
@@ -16,10 +16,10 @@ from tasks._policy import TASK_DEFAULTS
 def grade_best(run_dir: str) -> tuple[Node | None, BaseModel]:
     """Write best_solution.py and the report: competitions submission/submission.csv and
     grade_report.json; problems best_metrics.json and problem_report.json."""
-    return steps.finalize_run(get_session(run_dir))
+    return persistence.finalize_run(get_session(run_dir))
 
 
 @task(name="write-run-report", **TASK_DEFAULTS)
 def write_run_report(run_dir: str) -> dict:
     """Write RUN_DIR/run_report.json (operations, steps per agent, agent evolutions)."""
-    return steps.write_run_report(get_session(run_dir))
+    return persistence.write_run_report(get_session(run_dir))

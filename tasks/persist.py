@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from prefect import task
 
-from swarm_evo import steps
 from swarm_evo.node import Node
 from swarm_evo.session import get_session
+from swarm_evo.step import persistence
+from swarm_evo.step.request import OperationRequest
 from tasks._policy import TASK_DEFAULTS
 
 
 @task(name="append-node", task_run_name="append-slot{request.slot}", **TASK_DEFAULTS)
-def append_node(run_dir: str, node: Node, request: steps.OperationRequest) -> Node:
+def append_node(run_dir: str, node: Node, request: OperationRequest) -> Node:
     """Append the step's node and commit its budget slot."""
-    return steps.append_node(get_session(run_dir), node, request)
+    return persistence.append_node(get_session(run_dir), node, request)

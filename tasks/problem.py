@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
-from swarm_evo import steps
+from swarm_evo import problem_setup
 from swarm_evo.session import get_session
 from tasks._policy import (
     LLM_RETRY,
@@ -26,7 +26,7 @@ from tasks.artifacts import artifact_key
 )
 def evaluate_initial_program(run_dir: str) -> dict:
     """Evaluate the problem's initial program (RUN_DIR/initial_metrics.json); returns metrics.json."""
-    return steps.evaluate_initial_program(get_session(run_dir))
+    return problem_setup.evaluate_initial_program(get_session(run_dir))
 
 
 @task(
@@ -38,7 +38,7 @@ def write_auxiliary_metrics(run_dir: str) -> dict:
     """The evaluation agent writes RUN_DIR/auxiliary_metrics.py; a markdown artifact shows
     the trial on the initial program's output."""
     session = get_session(run_dir)
-    record = steps.write_auxiliary_metrics(session)
+    record = problem_setup.write_auxiliary_metrics(session)
     trial = record.get("trial") or {}
     lines = [f"# Auxiliary metrics of {session.objective.id}", "",
              f"File: `{record['file']}` (written: {record.get('written')})", ""]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from prefect import get_run_logger, task
 
-from swarm_evo import steps
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.node import LLMUsage
 from swarm_evo.review import ReviewOutcome, decide_review
 from swarm_evo.session import get_session
+from swarm_evo.step import review_call
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 
 
@@ -16,7 +16,7 @@ from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 def review(run_dir: str, node_id: str, slot: int, final: Attempt) -> tuple[ReviewOutcome, LLMUsage]:
     """Review the last attempt of a node. A garbled tool call is already decided on the
     deterministic facts inside; a model error raises (after the transient retries)."""
-    return steps.review_program(get_session(run_dir), node_id, slot, final)
+    return review_call.review_program(get_session(run_dir), node_id, slot, final)
 
 
 @task(name="review-without-model", **TASK_DEFAULTS)

@@ -295,21 +295,21 @@ def test_agent_evolution_survives_a_failing_model(wine, script, fast_retries, ki
 
 
 def test_auxiliary_metrics_writer_survives_a_failing_model(prefect_server, tmp_path, script):
-    from swarm_evo import steps
+    from swarm_evo import problem_setup
     from swarm_evo.session import open_session
 
     config = RunConfig().with_overrides({"model.num_retries": NUM_RETRIES, "search.max_steps": 1})
     session = open_session(problem=str(Path(__file__).parent / "fixtures" / "problems" / "sum-squares"),
                            run_dir=tmp_path / "run", config=config, endpoint=client.endpoint_for(config.model))
-    steps.evaluate_initial_program(session)
+    problem_setup.evaluate_initial_program(session)
     script.plans = {"auxiliary_metrics": ["rate_limit", "rate_limit"]}
     with pytest.raises(litellm.RateLimitError):  # transient: for the Prefect task's retries
-        steps.write_auxiliary_metrics(session)
+        problem_setup.write_auxiliary_metrics(session)
     script.plans, script.calls = {"auxiliary_metrics": ["no_code_block", "empty"]}, Counter()
-    record = steps.write_auxiliary_metrics(session)
+    record = problem_setup.write_auxiliary_metrics(session)
     assert record["written"] is False and record["error"].startswith("GenerationError: no usable program")
     assert not session.objective.auxiliary_path.exists()
-    assert json.loads((session.run_dir / steps.AUXILIARY_RECORD).read_text())["error"] == record["error"]
+    assert json.loads((session.run_dir / problem_setup.AUXILIARY_RECORD).read_text())["error"] == record["error"]
 
 
 # --------------------------------------------------------------------------- a whole run

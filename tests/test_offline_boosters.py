@@ -9,7 +9,7 @@ import re
 import litellm
 import pytest
 
-from swarm_evo import steps
+from swarm_evo import model_context
 from swarm_evo.config import RunConfig
 from swarm_evo.llm import client, offline
 from swarm_evo.sandbox.local import LocalSandbox
@@ -37,7 +37,7 @@ def installed(programs_python) -> dict:
 
 
 def _draft(session, seed: int, packages: dict | None) -> str:
-    ctx = steps.offline_context(session, "draft", f"slot{seed}:draft")
+    ctx = model_context.offline_context(session, "draft", f"slot{seed}:draft")
     ctx.update(seed=seed, fault_rate=0.0)
     if packages is None:
         ctx.pop("packages")
@@ -95,7 +95,7 @@ def _small_program(session, family: str, tricks: dict | None = None) -> str:
     from swarm_evo.llm.offline import alleles, programs
     from swarm_evo.llm.offline.dataset import infer_dataset
 
-    info = infer_dataset(steps.offline_context(session, "draft", "x")["competition"])
+    info = infer_dataset(model_context.offline_context(session, "draft", "x")["competition"])
     spec = {"family": family, "feature_set": "raw", "loss": None,
             "optimizer": {"LEARNING_RATE": 0.1, "N_ESTIMATORS": 40, "MAX_ITER": 200},
             "regularization": alleles.default_regularization(info), "init": None,
@@ -157,7 +157,7 @@ def test_planted_library_faults_fail_with_the_library_error_and_debug_repairs_th
         lib, kind = name.split("-", 1)
         assert not result.ok, name
         assert FAULT_ERRORS[kind][lib] in result.term_out, (name, result.term_out[-1500:])
-        ctx = steps.offline_context(session, "debug", f"debug-{name}")
+        ctx = model_context.offline_context(session, "debug", f"debug-{name}")
         ctx.update(code=planted[name], term_out=result.term_out, exc_type=result.exc_type, attempt=1,
                    exec_timeout=300, repair_rate=1.0)
         fixed = re.search(r"```python\n(.*?)```", offline.respond(ctx).content, re.S).group(1)

@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 from swarm_evo import genes as G
-from swarm_evo import steps
+from swarm_evo import model_context
 from swarm_evo.config import RunConfig
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm import client
 from swarm_evo.prompts import render, templates_dir
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.step import generation, operations, review_call
+from swarm_evo.step.request import release_request
 from swarm_evo.text_bounds import PromptLimits, prompt_limits
 from factories import make_node
 
@@ -138,22 +140,22 @@ def render_all(session, slot0: int = 100) -> dict[str, str]:
     prompts: dict[str, str] = {}
     config = session.config
     config.search.merge_probability = 1.0
-    merge = steps.prepare_phase2(session, slot0)
+    merge = operations.prepare_phase2(session, slot0)
     assert merge.template == "merge.j2"
-    steps.release_request(session, merge)
+    release_request(session, merge)
     config.search.merge_probability = 0.0
-    mutate = steps.prepare_phase2(session, slot0 + 1)
+    mutate = operations.prepare_phase2(session, slot0 + 1)
     assert mutate.template == "mutate.j2"
-    draft = steps.prepare_draft(session, slot0 + 2)
+    draft = operations.prepare_draft(session, slot0 + 2)
     prompts.update({"draft.j2": draft.prompt, "merge.j2": merge.prompt, "mutate.j2": mutate.prompt})
     code = session.journal.nodes[0].code
-    prompts["debug.j2"], _ = steps._debug_call(session, slot0, "k", 1, 2, code, TRACEBACK, "ValueError",
+    prompts["debug.j2"], _ = generation.debug_prompt(session, slot0, "k", 1, 2, code, TRACEBACK, "ValueError",
                                                ["ValueError: Input X contains NaN.", "no metric line"])
     broken = code.replace("# [SECTION: ", "# [SECTON: ", 1)  # fails the static check
     node_id = "renderfix"
-    steps.prevalidate(session, node_id, slot0, "fix", steps.Generated(plan="p", code=broken, usage=client.LLMUsage()))
+    generation.prevalidate(session, node_id, slot0, "fix", generation.Generated(plan="p", code=broken, usage=client.LLMUsage()))
     prompts["fix.j2"] = (session.node_dir(node_id) / "prompt-fix.md").read_text()
-    steps.review_program(session, node_id, slot0, _attempt(code, "fold 1\n" + TRACEBACK, "ValueError"))
+    review_call.review_program(session, node_id, slot0, _attempt(code, "fold 1\n" + TRACEBACK, "ValueError"))
     prompts["review.j2"] = (session.node_dir(node_id) / "prompt-review.md").read_text()
 
     def ask(prompt, ctx):
@@ -192,7 +194,7 @@ def test_every_template_renders_soundly(kind, request):
 def test_review_fence_is_not_broken(competition):
     code = competition.journal.nodes[0].code
     for exc_type in (None, "ValueError"):
-        prompt = render("review.j2", **steps.prompt_context(competition), code=code, term_out="Validation metric: 0.8",
+        prompt = render("review.j2", **model_context.prompt_context(competition), code=code, term_out="Validation metric: 0.8",
                         exc_type=exc_type, submission_errors=[], evaluation=None)
         check_prompt(prompt)
         heading = "## Execution output" + (" (ended with ValueError)" if exc_type else "")
@@ -214,7 +216,7 @@ def test_competition_prompts_drop_kaggle_boilerplate_and_carry_the_task(competit
 
 
 def test_draft_history_shows_failed_approaches(competition):
-    prompt = steps.prepare_draft(competition, 300).prompt
+    prompt = operations.prepare_draft(competition, 300).prompt
     history = prompt.split("## Approaches already tried")[1].split("Your solution MUST")[0]
     assert "LightGBM + 5-fold CV → metric=0.78" in history
     assert "MLP on one-hot features → failed" in history  # dead node
@@ -225,8 +227,8 @@ def test_draft_history_shows_failed_approaches(competition):
 
 def test_merge_prompt_does_not_warn_about_the_scaffold_s_own_stubs(competition):
     competition.config.search.merge_probability = 1.0
-    merge = steps.prepare_phase2(competition, 400)
-    steps.release_request(competition, merge)
+    merge = operations.prepare_phase2(competition, 400)
+    release_request(competition, merge)
     scaffold = competition.journal.get(merge.parent_id)
     assert G.is_stub(scaffold.genes["LOSS"]), "the fixture's scaffold has a 'Not applicable' LOSS"
     assert "is empty: write it" not in merge.prompt
@@ -239,7 +241,7 @@ def test_a_2mb_output_gives_a_debug_prompt_within_the_bound(competition):
     term_out = (noise * (2_000_000 // len(noise) + 1))[:2_000_000] + TRACEBACK
     assert len(term_out) > 2_000_000
     limits = prompt_limits(competition.config.model)
-    prompt, ctx = steps._debug_call(competition, 500, "k", 1, 2, code, term_out, "ValueError", ["ValueError: boom"])
+    prompt, ctx = generation.debug_prompt(competition, 500, "k", 1, 2, code, term_out, "ValueError", ["ValueError: boom"])
     assert len(prompt) < limits.prompt_chars, (len(prompt), limits.prompt_chars)
     assert len(prompt) < limits.term_out + 40_000
     assert re.search(r"\[\.\.\. [\d,]+ characters of output cut: showing the first [\d,]+ and the last [\d,]+ \.\.\.\]",
@@ -247,7 +249,7 @@ def test_a_2mb_output_gives_a_debug_prompt_within_the_bound(competition):
     assert TRACEBACK.strip() in prompt, "the traceback (the output's tail) is kept"
     check_prompt(prompt, list(competition.loci))
     # the review of the same run is bounded too
-    steps.review_program(competition, "bigreview", 500, _attempt(code, term_out, "ValueError"))
+    review_call.review_program(competition, "bigreview", 500, _attempt(code, term_out, "ValueError"))
     review = (competition.node_dir("bigreview") / "prompt-review.md").read_text()
     assert len(review) < limits.prompt_chars and "ValueError: Input X contains NaN." in review
 
@@ -259,10 +261,10 @@ def test_a_small_context_window_gives_smaller_prompts(tmp_path):
     assert limits == PromptLimits.for_context_window(8192) and limits.prompt_chars == 21_504
     code = session.journal.nodes[0].code
     term_out = "x" * 2_000_000 + "\n" + TRACEBACK
-    prompt, _ = steps._debug_call(session, 1, "k", 1, 2, code, term_out, "ValueError", ["boom"] * 500)
+    prompt, _ = generation.debug_prompt(session, 1, "k", 1, 2, code, term_out, "ValueError", ["boom"] * 500)
     assert len(prompt) < limits.prompt_chars and TRACEBACK.strip() in prompt
     assert "more problems cut" in prompt
-    assert len(steps.prepare_draft(session, 2).prompt) < limits.prompt_chars
+    assert len(operations.prepare_draft(session, 2).prompt) < limits.prompt_chars
 
 
 def test_output_format_markers_render_one_per_line():

@@ -340,7 +340,7 @@ def _rendered_draft_prompt(data_dir: Path) -> str:
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.client import endpoint_for
     from swarm_evo.session import close_session, open_session
-    from swarm_evo.steps import prepare_draft
+    from swarm_evo.step.operations import prepare_draft
 
     config = RunConfig()
     with tempfile.TemporaryDirectory() as run_dir:

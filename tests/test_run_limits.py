@@ -23,7 +23,10 @@ from swarm_evo.llm.ledger import CallLedger, ledger_for
 from swarm_evo.node import LLMUsage
 from swarm_evo.review import decide_review
 from swarm_evo.sandbox import ExecutionResult
-from swarm_evo.steps import flagged_by_reviewer, reviewer_reasons, same_program
+from swarm_evo.step import assembly, limits, persistence
+from swarm_evo.step.generation import same_program
+from swarm_evo.step.request import OperationRequest
+from swarm_evo.step.review_call import flagged_by_reviewer, reviewer_reasons
 from factories import make_node
 
 OPENAI = dict(name="openai/gpt-4o-mini", api_key="x")
@@ -258,35 +261,29 @@ def _session(tmp_path, **model):
 
 
 def _failed_generation(session, error: Exception):
-    from swarm_evo import steps
-
     slot = session.budget.reserve()
-    request = steps.OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
-    node = steps.failed_generation_node(session, f"n{slot}", request, error, epoch=1, wall_seconds=0.1)
-    return steps.append_node(session, node, request)
+    request = OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
+    node = assembly.failed_generation_node(session, f"n{slot}", request, error, epoch=1, wall_seconds=0.1)
+    return persistence.append_node(session, node, request)
 
 
 def test_a_model_failing_again_and_again_stops_the_run_as_a_failure(tmp_path):
-    from swarm_evo import steps
-
     session = _session(tmp_path, max_consecutive_failures=3)
     for _ in range(2):
         _failed_generation(session, litellm.InternalServerError(message="down", model="m", llm_provider="openai"))
-    assert steps.check_limits(session) is None and not session.finished
+    assert limits.check_limits(session) is None and not session.finished
     _failed_generation(session, client.GenerationError("no usable program in 2 replies"))
-    reason = steps.check_limits(session)
+    reason = limits.check_limits(session)
     assert session.finished and session.stop_is_failure
     assert "failed 3 times in a row" in reason and f"swarm-evo resume {session.run_dir}" in reason
     assert "no usable program" in reason
 
 
 def test_max_cost_stops_the_run_cleanly(tmp_path):
-    from swarm_evo import steps
-
     session = _session(tmp_path, max_cost_usd=0.05)
     session.ledger.record(role="code", operation="draft", model="m", ok=True, cost_usd=0.03)
-    assert steps.check_limits(session) is None
+    assert limits.check_limits(session) is None
     session.ledger.record(role="review", operation="review", model="m", ok=True, cost_usd=0.025)
-    reason = steps.check_limits(session)
+    reason = limits.check_limits(session)
     assert "max_cost_usd reached" in reason and "$0.0550" in reason
     assert session.finished and not session.stop_is_failure

@@ -336,11 +336,11 @@ def test_plan_equal_to_an_existing_genome_is_swapped_away():
 
 
 def test_session_novelty_input_holds_every_genome_and_a_hopeless_merge_mutates(tmp_path, monkeypatch, data_dir):
-    from swarm_evo import steps
     from swarm_evo.config import RunConfig
     from swarm_evo.llm import client
     from swarm_evo.selection import genome_keys
     from swarm_evo.session import open_session
+    from swarm_evo.step import operations
 
     config = RunConfig().with_overrides({"search.max_steps": 9})
     session = open_session(competition_id="spaceship-titanic", data_dir=data_dir, run_dir=tmp_path / "run",
@@ -352,8 +352,8 @@ def test_session_novelty_input_holds_every_genome_and_a_hopeless_merge_mutates(t
         session.journal.append(n)
     assert genome_keys(session.journal, session.loci) <= session.merged_plan_keys()
     # only two nodes differing at one locus: every plan is one of them, so the step mutates
-    monkeypatch.setattr(steps, "choose_phase2_operation", lambda journal, rng, p: "merge")
-    request = steps.prepare_phase2(session, 3)
+    monkeypatch.setattr(operations, "choose_phase2_operation", lambda journal, rng, p: "merge")
+    request = operations.prepare_phase2(session, 3)
     assert request.operation == "mutate" and not session.plans_in_flight
 
 

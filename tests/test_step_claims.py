@@ -8,12 +8,13 @@ import pytest
 from prefect import flow
 
 import flows._step as step_module
-from swarm_evo import steps
 from swarm_evo.config import RunConfig
 from swarm_evo.llm import client
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import SandboxError
 from swarm_evo.session import open_session
+from swarm_evo.step import generation
+from swarm_evo.step.request import OperationRequest
 
 PLAN_KEY = ("gene-a", "gene-b", None, None, None, None, "gene-c")
 
@@ -28,14 +29,14 @@ def session(tmp_path):
 def _claiming_select(session, operation: str):
     """A selection that claims what prepare_merge / prepare_greedy claim."""
 
-    def select(run_dir: str, slot: int) -> steps.OperationRequest:
+    def select(run_dir: str, slot: int) -> OperationRequest:
         metadata = {}
         if operation == "merge":
             metadata = {"gene_plan": {"key": list(PLAN_KEY)}}
             session.plans_in_flight.add(PLAN_KEY)
         else:
             session.debugs_in_flight.add("leaf-1")
-        return steps.OperationRequest(operation=operation, phase=2, slot=slot, template="merge.j2", prompt="p",
+        return OperationRequest(operation=operation, phase=2, slot=slot, template="merge.j2", prompt="p",
                                       ctx={}, parent_id="leaf-1", metadata=metadata)
 
     return select
@@ -43,7 +44,7 @@ def _claiming_select(session, operation: str):
 
 @pytest.mark.parametrize("operation", ["merge", "debug"])
 def test_a_step_that_crashes_after_selection_releases_its_claim(prefect_server, session, monkeypatch, operation):
-    generated = steps.Generated(plan="plan", code="print(1)\n", usage=LLMUsage())
+    generated = generation.Generated(plan="plan", code="print(1)\n", usage=LLMUsage())
     monkeypatch.setattr(step_module, "generate", lambda run_dir, node_id, request: generated)
 
     def crash(*_args, **_kwargs):

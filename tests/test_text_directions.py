@@ -6,12 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from swarm_evo import steps
 from swarm_evo.competition.text_columns import free_text_columns, has_free_text
 from swarm_evo.config import RunConfig
 from swarm_evo.evolution_log import TEXT_ONLY_DIRECTIONS
 from swarm_evo.llm import client
 from swarm_evo.session import open_session
+from swarm_evo.step import operations
 from factories import make_node
 
 
@@ -31,6 +31,6 @@ def test_operation_prompts_offer_text_directions_only_for_text_data(data_dir, tm
                            config=config, endpoint=client.endpoint_for(config.model))
     assert session.objective.has_text_data() is text
     session.journal.append(make_node(0.5, code="model = LogisticRegression()\n"))  # a log needs one node
-    _, variables = steps.operation_context(session, 1, "draft")
+    _, variables = operations.operation_context(session, 1, "draft")
     offered = set(variables["evolution_log"].unexplored) & TEXT_ONLY_DIRECTIONS
     assert bool(offered) is text, variables["evolution_log"].unexplored

@@ -1,0 +1,16 @@
+"""The pieces of one search step, free of Prefect (SPEC §6), one module per job, in step order:
+
+- :mod:`~swarm_evo.step.operations`: select the operation (draft, merge or mutate; under the
+  greedy policy also improve or debug) and render its prompt → an ``OperationRequest``;
+- :mod:`~swarm_evo.step.request`: ``OperationRequest`` and ``release_request`` (its claims end);
+- :mod:`~swarm_evo.step.generation`: generate the program (LLM), the static pre-validation and
+  its one self-fix, debug fixes;
+- :mod:`~swarm_evo.step.execution`: execute and judge a program through the objective;
+- :mod:`~swarm_evo.step.review_call`: the review call, and when the reviewer alone flags a bug;
+- :mod:`~swarm_evo.step.assembly`: build the step's node (or a dead node for a failed generation);
+- :mod:`~swarm_evo.step.persistence`: append the node, hand in the best work, the run's end;
+- :mod:`~swarm_evo.step.limits`: the cost and failing-model limits.
+
+The debug chain itself is :mod:`swarm_evo.debug_chain`. The Prefect flows in ``flows/`` call
+these functions through tasks; tests call them directly.
+"""
