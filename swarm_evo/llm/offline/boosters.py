@@ -37,7 +37,7 @@ offered for text data.
 
 from __future__ import annotations
 
-from .models import Family
+from .family import Family
 
 _RS = 'random_state=int(cfg("RANDOM_STATE", 42))'
 _THREADS = 'int(os.environ.get("OMP_NUM_THREADS", "1"))'

@@ -15,30 +15,8 @@ such package every function below answers as if they did not exist.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class Family:
-    """One model family: display name, preprocessing kind, estimator source, priors.
-
-    ``package``: the distribution the family needs (None: scikit-learn, always there);
-    ``imports``: import lines written at the top of the MODEL gene (a library family's gene
-    imports its own estimator, so it can replace the MODEL gene of any program).
-    """
-
-    key: str
-    name: str
-    kind: str
-    estimator: str
-    constants: dict = field(default_factory=dict)
-    tabular: bool = True
-    text: bool = False
-    prior: float = 1.0
-    text_constants: dict = field(default_factory=dict)
-    package: str | None = None
-    imports: tuple[str, ...] = ()
-
+from . import boosters
+from .family import Family
 
 _RS = 'random_state=int(cfg("RANDOM_STATE", 42))'
 _DEPTH = 'max_depth=cfg("MAX_DEPTH", None)'
@@ -148,8 +126,6 @@ REGRESSORS: dict[str, Family] = {f.key: f for f in [
 def families_for(task: str, packages: dict | None = None) -> dict[str, Family]:
     """The family table for ``"classification"`` or ``"regression"``: the scikit-learn
     families, then the library families whose package is in ``packages`` (name -> version)."""
-    from . import boosters
-
     base = REGRESSORS if task == "regression" else CLASSIFIERS
     extra = boosters.available(task, packages)
     return {**base, **extra} if extra else base
@@ -157,8 +133,6 @@ def families_for(task: str, packages: dict | None = None) -> dict[str, Family]:
 
 def all_families(task: str) -> dict[str, Family]:
     """Every family of ``task``, installed or not (looking up a family a program names)."""
-    from . import boosters
-
     return {**families_for(task), **boosters.families(task)}
 
 
