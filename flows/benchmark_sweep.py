@@ -1,7 +1,8 @@
 """benchmark_sweep: many ``two-phase-evo`` runs, one MLE-bench grading report (SPEC §1, §12).
 
-Every (competition, policy, seed) of the plan is its own ``two-phase-evo`` flow run, with run
-directory ``OUT/runs/<competition>-<policy>-s<seed>``:
+Every (task, policy, seed) of the plan is its own ``two-phase-evo`` flow run, a task being a
+competition or a problem on an instance (``tsp:kroA100``), with run directory
+``OUT/runs/<competition>-<policy>-s<seed>`` (problems: ``OUT/runs/tsp-kroA100-<policy>-s<seed>``):
 
 - with ``deployment`` (a deployment of two-phase-evo, e.g. ``two-phase-evo/default``): each run
   is a flow run of that deployment, created with ``prefect.deployments.run_deployment``
@@ -11,11 +12,13 @@ directory ``OUT/runs/<competition>-<policy>-s<seed>``:
   in threads that carry the sweep's context, as the step subflows of an epoch do).
 
 Each run's grading report is read from ``RUN_DIR/grade_report.json`` (the run's own grading on
-the private answers), else from the run's returned summary; a run that fails counts as a run
-without a submission (``swarm_evo.sweep.failed_row``). After each finished run and at the end
-the sweep (re)writes ``OUT/grading_reports.jsonl`` and ``OUT/summary.json``
-(``swarm_evo.sweep``), and at the end publishes the summary as a table artifact (key
-``benchmark-sweep``: one row per competition × policy; its versions are the sweep history).
+the private answers; a problem run's ``RUN_DIR/problem_report.json``), else from the run's
+returned summary; a run that fails counts as a run without a submission
+(``flows/_sweep_rows.py``). After each finished run and at the end the sweep (re)writes
+``OUT/grading_reports.jsonl``, ``OUT/problem_reports.jsonl`` (problems) and
+``OUT/summary.json`` (``swarm_evo.sweep``), and at the end publishes the summary as table
+artifacts (key ``benchmark-sweep``: one row per competition × policy, its versions the sweep
+history; key ``benchmark-sweep-problems``: one row per problem task × policy).
 
 Deployed as ``benchmark-sweep/nightly`` with a cron schedule (prefect.yaml).
 """
@@ -25,28 +28,26 @@ from __future__ import annotations
 import contextvars
 import inspect
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import (
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
+from flows._sweep_rows import Rows, describe, failed_row, has_report, row_from_run
 from flows.two_phase_evo import resolve_config, two_phase_evo
-from swarm_evo import sweep
-from swarm_evo.competition import CompetitionError, load_competition
+from swarm_evo import sweep, sweep_problems
+from swarm_evo.competition import load_competition
+from swarm_evo.evaluation import load_problem
 
 FLOW_NAME = "benchmark-sweep"
 RUN_FLOW_NAME = "two-phase-evo"
 ARTIFACT_KEY = "benchmark-sweep"
+PROBLEMS_ARTIFACT_KEY = "benchmark-sweep-problems"
 DEFAULT_POLL_INTERVAL = 10.0
 
 
@@ -104,60 +105,6 @@ def check_deployment(name: str) -> None:
             ) from None
 
 
-def _direction(competition_id: str, data_dir: str) -> bool:
-    """is_lower_better of the competition (False when it cannot be loaded here)."""
-    try:
-        return load_competition(competition_id, Path(data_dir)).is_lower_better
-    except CompetitionError:
-        return False
-
-
-class _Rows:
-    """The sweep's rows in plan order; each finished run rewrites the two output files."""
-
-    def __init__(self, items: list[tuple[str, str, int]], out_dir: Path):
-        self._order = {item: i for i, item in enumerate(items)}
-        self._rows: dict[tuple[str, str, int], dict] = {}
-        self._out_dir = out_dir
-        self._lock = threading.Lock()
-        self._progress = create_progress_artifact(
-            progress=0.0, description=f"Finished runs of the benchmark sweep {out_dir}, as % of {len(items)}"
-        )
-
-    def add(self, item: tuple[str, str, int], row: dict) -> None:
-        with self._lock:
-            self._rows[item] = row
-            sweep.write_outputs(self.rows(), self._out_dir)
-            done = 100.0 * len(self._rows) / max(1, len(self._order))
-        update_progress_artifact(artifact_id=self._progress, progress=done)
-
-    def rows(self) -> list[dict]:
-        return [self._rows[item] for item in sorted(self._rows, key=self._order.__getitem__)]
-
-
-def _row_from_run(item: tuple[str, str, int], run_dir: Path, data_dir: str, result: dict | None,
-                  error: str | None, missing: str | None = None) -> dict:
-    """The JSONL row of a finished run.
-
-    A run that failed (``error``) gets a failed row even if its directory holds a
-    grade_report.json (it may be an earlier attempt's). A completed run: its
-    ``RUN_DIR/grade_report.json``, else the grade_report of its returned summary (``result``),
-    else a failed row saying so (``missing``: why the report may be unreachable).
-    """
-    competition_id, policy, seed = item
-    report = None
-    if error is None:
-        report = sweep.read_grade_report(run_dir)
-        if report is None and isinstance(result, dict):
-            report = result.get("grade_report")
-        if report is None:
-            error = missing or f"the run completed without {run_dir / sweep.GRADE_REPORT_FILE}"
-    if report is not None:
-        return sweep.report_row(report, policy=policy, seed=seed, run_dir=run_dir)
-    return sweep.failed_row(competition_id, is_lower_better=_direction(competition_id, data_dir), policy=policy,
-                            seed=seed, run_dir=run_dir, error=error)
-
-
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS")
 
@@ -181,7 +128,8 @@ def _shared_cores(executions: int):
             os.environ.pop(name, None)
 
 
-def _run_in_process(items, parameters, rows: _Rows, data_dir: str, max_parallel_runs: int, workers: int) -> None:
+def _run_in_process(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
+                    max_parallel_runs: int, workers: int) -> None:
     """Each run as a subflow of the sweep, ``max_parallel_runs`` at a time (``workers``: each
     run's parallel_workers)."""
     logger = get_run_logger()
@@ -189,18 +137,18 @@ def _run_in_process(items, parameters, rows: _Rows, data_dir: str, max_parallel_
     def one(item):
         params = parameters[item]
         name = Path(params["run_dir"]).name
+        where = (item, Path(params["run_dir"]), data_dir, problems, problem_data_dir)
         try:
             state = two_phase_evo.with_options(flow_run_name=name)(**params, return_state=True)
             if state.is_completed():
-                row = _row_from_run(item, Path(params["run_dir"]), data_dir, state.result(), None)
+                row = row_from_run(*where, state.result(), None)
             else:
-                row = _row_from_run(item, Path(params["run_dir"]), data_dir, None,
-                                    f"flow run ended {state.name}: {state.message}")
+                row = row_from_run(*where, None, f"flow run ended {state.name}: {state.message}")
         except Exception as exc:  # a crash outside the run's own states (e.g. the API)
             logger.exception("run %s crashed", name)
-            row = _row_from_run(item, Path(params["run_dir"]), data_dir, None, f"{type(exc).__name__}: {exc}")
+            row = row_from_run(*where, None, f"{type(exc).__name__}: {exc}")
         rows.add(item, row)
-        logger.info("run %s: score %s (valid submission: %s)", name, row["score"], row["valid_submission"])
+        logger.info("run %s: %s", name, describe(row))
 
     runs_at_once = max(1, min(max_parallel_runs, len(items)))
     with _shared_cores(runs_at_once * workers) as threads:
@@ -220,8 +168,8 @@ def _result_of(flow_run) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _run_on_deployment(items, parameters, rows: _Rows, data_dir: str, name: str, max_parallel_runs: int,
-                       poll_interval: float, run_timeout: float | None) -> None:
+def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
+                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float | None) -> None:
     """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished."""
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
@@ -251,30 +199,44 @@ def _run_on_deployment(items, parameters, rows: _Rows, data_dir: str, name: str,
                 state = flow_run.state
                 if state is not None and state.is_final():
                     completed = state.is_completed()
-                    row = _row_from_run(
-                        item, run_dir, data_dir,
-                        _result_of(flow_run) if completed and sweep.read_grade_report(run_dir) is None else None,
+                    row = row_from_run(
+                        item, run_dir, data_dir, problems, problem_data_dir,
+                        _result_of(flow_run) if completed and not has_report(item, run_dir, problems) else None,
                         None if completed else f"flow run {flow_run_id} ended {state.name}: {state.message}",
-                        missing=f"flow run {flow_run_id} completed but {run_dir / sweep.GRADE_REPORT_FILE} is not "
+                        missing=f"flow run {flow_run_id} completed but its report in {run_dir} is not "
                         "readable here (the workers need the sweep's out_dir on a shared filesystem)",
                     )
                 elif run_timeout is not None and time.monotonic() - started > run_timeout:
-                    row = sweep.failed_row(
-                        item[0], is_lower_better=_direction(item[0], data_dir), policy=item[1], seed=item[2],
-                        run_dir=run_dir, error=f"flow run {flow_run_id} not finished after {run_timeout} s "
+                    row = failed_row(
+                        item, run_dir, data_dir, problems, problem_data_dir,
+                        f"flow run {flow_run_id} not finished after {run_timeout} s "
                         f"(state {state.name if state else None}); it was left running",
                     )
                 else:
                     continue
                 del running[flow_run_id]
                 rows.add(item, row)
-                logger.info("run %s: score %s (valid submission: %s)", run_dir.name, row["score"], row["valid_submission"])
+                logger.info("run %s: %s", run_dir.name, describe(row))
 
 
 @task(name="publish-sweep-summary", cache_policy=NO_CACHE)
 def publish_summary(rows: list[dict], out_dir: str) -> dict:
-    """Write OUT/grading_reports.jsonl and OUT/summary.json; the table artifact; the summary."""
+    """Write OUT/grading_reports.jsonl, OUT/problem_reports.jsonl and OUT/summary.json; the table
+    artifacts (competitions; problems); the summary."""
     summary = sweep.write_outputs(rows, Path(out_dir))
+    problem_table = sweep_problems.problem_table(summary)
+    if problem_table:
+        create_table_artifact(
+            table=problem_table,
+            key=PROBLEMS_ARTIFACT_KEY,
+            description=(
+                f"Benchmark sweep {out_dir}: per problem task (problem:instance) and search policy, over seeds — "
+                f"runs, valid runs, the problem's own score (mean ± SEM, sample sd / √n over the runs with a "
+                f"score; its direction), the best known score. File: {out_dir}/{sweep_problems.PROBLEM_REPORTS_FILE}."
+            ),
+        )
+        if len(problem_table) == sum(len(by_policy) for by_policy in summary.values()):
+            return summary  # no competitions
     create_table_artifact(
         table=sweep.summary_table(summary),
         key=ARTIFACT_KEY,
@@ -289,7 +251,7 @@ def publish_summary(rows: list[dict], out_dir: str) -> dict:
 
 @flow(name=FLOW_NAME, log_prints=True)
 def benchmark_sweep(
-    competitions: list[str],
+    competitions: list[str] | None = None,
     seeds: int | list[int] = 1,
     policies: list[str] = [sweep.DEFAULT_POLICY],  # noqa: B006 (never mutated)
     model: str | None = None,
@@ -306,17 +268,24 @@ def benchmark_sweep(
     sandbox_block: str | None = None,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     run_timeout: float | None = None,
+    problems: list[str] | None = None,
+    problem_data_dir: str | None = None,
 ) -> dict:
-    """Run every (competition, policy, seed) as a two-phase-evo run and summarise the grades.
+    """Run every (task, policy, seed) as a two-phase-evo run and summarise the grades / scores.
 
     Args:
         competitions: competition ids prepared under ``data_dir`` (MLE-bench layout).
+        problems: problem tasks ``NAME`` or ``NAME:INSTANCE`` (``["tsp:kroA100", "circle-packing"]``,
+            see swarm_evo/sweep_problems.py); at least one competition or problem is needed.
+        problem_data_dir: where the problems' data files are looked up (None: the default data
+            directories, swarm_evo/evaluation/problem_data.py::data_search_dirs).
         seeds: N (seeds 0..N-1) or a list of seeds; one run per seed.
         policies: search policies (``two_phase``, ``greedy``, ``random``; default ``[two_phase]``).
         model: litellm model or ``offline``; max_steps: each run's budget (nodes).
         data_dir: MLE-bench data directory, as seen by the machines that run the runs.
         out_dir: output folder (default ``runs/sweeps/<UTC time>``); run directories are
-            ``OUT/runs/<competition>-<policy>-s<seed>`` (an existing one is continued).
+            ``OUT/runs/<competition>-<policy>-s<seed>`` or ``OUT/runs/<problem>-<instance>-<policy>-s<seed>``
+            (an existing one is continued).
         deployment: a two-phase-evo deployment (``NAME`` or ``two-phase-evo/NAME``): runs go
             to its work pool through ``run_deployment``; None runs them here as subflows.
             Workers must see ``data_dir`` and ``out_dir`` at the same (absolute) paths.
@@ -328,13 +297,20 @@ def benchmark_sweep(
         run_timeout: seconds to wait for one deployment run before reporting it as failed.
 
     Returns:
-        ``swarm_evo.sweep.summarize`` of the rows: ``{competition_id: {policy: stats}}``.
+        ``swarm_evo.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
 
     Raises:
-        SweepError, ConfigError, CompetitionError: bad parameters (before any run starts).
+        SweepError, ConfigError, CompetitionError, ProblemError: bad parameters (before any run
+            starts); ProblemError names an unknown instance and the available ones.
     """
     logger = get_run_logger()
-    competition_ids = sweep.parse_names(competitions, "competitions")
+    if not competitions and not problems:
+        raise sweep.SweepError("give competitions and/or problems (e.g. problems=['tsp:kroA100', 'circle-packing'])")
+    competition_ids = sweep.parse_names(competitions, "competitions") if competitions else []
+    try:
+        problem_tasks = {t.task: t for t in sweep_problems.parse_problem_tasks(problems, "problems")} if problems else {}
+    except ValueError as exc:
+        raise sweep.SweepError(str(exc)) from None
     seed_list = sweep.parse_seeds(seeds)
     policy_list = sweep.parse_policies(policies, supported_policies())
     if max_parallel_runs is not None and max_parallel_runs < 1:
@@ -352,33 +328,43 @@ def benchmark_sweep(
             load_competition(competition_id, data_path)  # CompetitionError: not prepared
     else:
         check_deployment(target)
+    problem_data = str(Path(problem_data_dir).expanduser().resolve()) if problem_data_dir else None
+    for task in problem_tasks.values():  # ProblemError: unknown problem or instance
+        load_problem(task.problem, Path(problem_data) if problem_data else None, task.instance)
 
-    items = sweep.plan(competition_ids, policy_list, seed_list)
+    items = sweep.plan([*competition_ids, *problem_tasks], policy_list, seed_list)
     with_policy = "policy" in inspect.signature(two_phase_evo.fn).parameters
     parameters = {}
-    for competition_id, policy, seed in items:
+    for task, policy, seed in items:
+        problem_task = problem_tasks.get(task)
+        target_params = (dict(competition_id=task, data_dir=str(data_path)) if problem_task is None else
+                         dict(problem=problem_task.problem, instance=problem_task.instance, data_dir=problem_data))
+        label = task if problem_task is None else problem_task.label
         params = dict(
-            competition_id=competition_id, data_dir=str(data_path),
-            run_dir=str(out_path / sweep.RUNS_DIR / sweep.run_name(competition_id, policy, seed)),
+            **target_params,
+            run_dir=str(out_path / sweep.RUNS_DIR / sweep.run_name(label, policy, seed)),
             model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
             time_limit=time_limit, config_path=str(Path(config_path).expanduser().resolve()) if config_path else None,
             executor=executor, llm_block=llm_block, sandbox_block=sandbox_block,
             policy=policy if with_policy else None,
         )
-        parameters[(competition_id, policy, seed)] = {k: v for k, v in params.items() if v is not None}
+        parameters[(task, policy, seed)] = {k: v for k, v in params.items() if v is not None}
     (out_path / sweep.RUNS_DIR).mkdir(parents=True, exist_ok=True)
-    logger.info("sweep of %s runs (%s x %s x seeds %s) into %s, %s", len(items), competition_ids, policy_list,
-                seed_list, out_path, f"on deployment {target}" if target else "in this process")
+    logger.info("sweep of %s runs (%s x %s x seeds %s) into %s, %s", len(items), [*competition_ids, *problem_tasks],
+                policy_list, seed_list, out_path, f"on deployment {target}" if target else "in this process")
 
-    rows = _Rows(items, out_path)
+    rows = Rows(items, out_path)
     if target is None:
-        _run_in_process(items, parameters, rows, str(data_path), max_parallel_runs or 1,
+        _run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
                         config.search.parallel_workers)
     else:
-        _run_on_deployment(items, parameters, rows, str(data_path), target, max_parallel_runs or len(items),
-                           poll_interval, run_timeout)
+        _run_on_deployment(items, parameters, rows, str(data_path), problem_tasks, problem_data, target,
+                           max_parallel_runs or len(items), poll_interval, run_timeout)
     summary = publish_summary(rows.rows(), str(out_path))
-    print(sweep.format_table(sweep.summary_table(summary)))
+    if competition_ids:
+        print(sweep.format_table(sweep.summary_table(summary)))
+    if problem_tasks:
+        print(sweep.format_table(sweep_problems.problem_table(summary)))
     failed = sum(sweep.is_failed_row(row) for row in rows.rows())
     if failed:
         logger.warning("%s of %s runs failed (see error in %s)", failed, len(items), out_path / sweep.REPORTS_FILE)

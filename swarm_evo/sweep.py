@@ -1,7 +1,9 @@
-"""Benchmark sweeps: the plan, the grading-report rows and the summary (SPEC §12; issue 6).
+"""Benchmark sweeps: the plan, the grading-report rows and the summary (SPEC §12; issues 6, 17).
 
-A sweep runs every (competition, policy, seed) of a plan as its own ``two-phase-evo`` run and
-writes, in its output directory ``OUT``:
+A sweep runs every (task, policy, seed) of a plan as its own ``two-phase-evo`` run, a task being
+a competition or an optimisation problem on an instance (``tsp:kroA100``; rows, statistics and
+task names of problems: :mod:`swarm_evo.sweep_problems`), and writes, in its output directory
+``OUT``:
 
 - ``OUT/grading_reports.jsonl``: one line per run: the run's MLE-bench ``CompetitionReport``
   (``swarm_evo.competition.CompetitionReport``: competition_id, score, gold/silver/bronze/
@@ -12,7 +14,10 @@ writes, in its output directory ``OUT``:
   crashed before grading gets a report with ``submission_exists``/``valid_submission`` false,
   ``score`` null and ``error`` = ``"run failed: <why>"`` (MLE-bench counts a missing
   submission as a run without a medal, not as a missing run).
-- ``OUT/summary.json``: :func:`summarize` of those rows.
+- ``OUT/problem_reports.jsonl``: one line per problem run (:func:`swarm_evo.sweep_problems.problem_row`),
+  written when the sweep has problems.
+- ``OUT/summary.json``: :func:`summarize` of all rows, ``{task: {policy: stats}}`` (the task is
+  the competition id, or ``problem[:instance]``).
 - For the runs of competitions MLE-bench knows (their run wrote ``RUN_DIR/mlebench_submission.jsonl``;
   other competitions are kept out, so ``mlebench grade`` never meets an id it does not know):
   ``OUT/mlebench_submissions.jsonl`` (those lines: ``mlebench grade --submission`` takes it) and
@@ -25,7 +30,8 @@ the MLE-bench booleans (any_medal, gold/silver/bronze_medal, above_median); the 
 ``score`` over the runs that have one (an invalid submission has ``score`` null, as in
 MLE-bench: it counts in ``runs`` but not in the mean), and its standard error
 SEM = s / sqrt(n) with s the sample standard deviation (ddof = 1) of those n scores — the same
-as ``scipy.stats.sem`` — or None when n < 2 (one run says nothing about the spread).
+as ``scipy.stats.sem`` — or None when n < 2 (one run says nothing about the spread)
+(:mod:`swarm_evo.sweep_stats`).
 
 Pure: no Prefect (``flows/benchmark_sweep.py`` runs the plan; ``swarm_evo/sweep_cli.py`` is
 ``swarm-evo sweep``).
@@ -34,8 +40,6 @@ Pure: no Prefect (``flows/benchmark_sweep.py`` runs the plan; ``swarm_evo/sweep_
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +48,8 @@ from typing import Any
 from swarm_evo.competition import CompetitionReport
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE, run_group_report
 from swarm_evo.journal import atomic_write_text
+from swarm_evo.sweep_problems import PROBLEM_REPORTS_FILE, is_problem_row, problem_stats
+from swarm_evo.sweep_stats import format_score, mean_and_sem  # noqa: F401 (re-exported: sweep.mean_and_sem)
 
 POLICIES = ("two_phase", "greedy", "random")
 """Search policies (SPEC §12): ``two_phase`` (default), ``greedy`` (AIDE's), ``random`` (drafts only)."""
@@ -208,23 +214,12 @@ def is_failed_row(row: dict) -> bool:
 # Summary
 
 
-def mean_and_sem(scores: Sequence[float]) -> tuple[float | None, float | None]:
-    """``(mean, SEM)`` of ``scores``; SEM = stdev(ddof=1) / sqrt(n) (= scipy.stats.sem), None for
-    n < 2; both None for no scores."""
-    values = [float(x) for x in scores]
-    if not values:
-        return None, None
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    return mean, statistics.stdev(values) / math.sqrt(len(values))
-
-
 def summarize(rows: Iterable[dict]) -> dict[str, dict[str, dict[str, Any]]]:
     """Per competition and policy, over seeds: ``{competition_id: {policy: stats}}``.
 
-    ``rows`` are JSONL rows (:func:`report_row`); competitions and policies keep the order of
-    their first row, seeds are sorted. ``stats``:
+    ``rows`` are JSONL rows (:func:`report_row`; problem runs' rows, keyed by their ``task``,
+    get :func:`swarm_evo.sweep_problems.problem_stats`); tasks and policies keep the order of
+    their first row, seeds are sorted. ``stats`` of a competition:
 
     - ``runs``: rows; ``seeds``: their seeds; ``failed_runs``: runs that crashed before grading;
     - ``submissions`` (submission_exists), ``valid_submissions`` (valid_submission),
@@ -237,11 +232,15 @@ def summarize(rows: Iterable[dict]) -> dict[str, dict[str, dict[str, Any]]]:
     """
     groups: dict[str, dict[str, list[dict]]] = {}
     for row in rows:
-        groups.setdefault(row["competition_id"], {}).setdefault(row["policy"], []).append(row)
+        task = row["task"] if is_problem_row(row) else row["competition_id"]
+        groups.setdefault(task, {}).setdefault(row["policy"], []).append(row)
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for competition_id, by_policy in groups.items():
         summary[competition_id] = {}
         for policy, group in by_policy.items():
+            if is_problem_row(group[0]):
+                summary[competition_id][policy] = problem_stats(group)
+                continue
             group = sorted(group, key=lambda r: r["seed"])
             scores = [r.get("score") for r in group]
             present = [s for s in scores if s is not None]
@@ -266,19 +265,14 @@ def summarize(rows: Iterable[dict]) -> dict[str, dict[str, dict[str, Any]]]:
     return summary
 
 
-def format_score(mean: float | None, sem: float | None, digits: int = 5) -> str:
-    """``"0.81234 ± 0.00321"``, ``"0.81234"`` (no SEM) or ``"-"`` (no score)."""
-    if mean is None:
-        return "-"
-    text = f"{mean:.{digits}f}"
-    return text if sem is None else f"{text} ± {sem:.{digits}f}"
-
-
 def summary_table(summary: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One row per competition × policy for a table artifact or a terminal print."""
+    """One row per competition × policy for a table artifact or a terminal print (problem
+    tasks: :func:`swarm_evo.sweep_problems.problem_table`)."""
     table = []
     for competition_id, by_policy in summary.items():
         for policy, stats in by_policy.items():
+            if stats.get("kind") == "problem":
+                continue
             table.append({
                 "competition": competition_id,
                 "policy": policy,
@@ -310,12 +304,17 @@ def format_table(table: list[dict[str, Any]]) -> str:
 
 
 def write_outputs(rows: Sequence[dict], out_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """Write ``OUT/grading_reports.jsonl`` (one row per line, in the given order),
-    ``OUT/summary.json`` (:func:`summarize`) and, for runs of competitions MLE-bench knows, its
-    files (module docstring); all atomically. Returns the summary."""
+    """Write ``OUT/grading_reports.jsonl`` (one competition row per line, in the given order),
+    ``OUT/problem_reports.jsonl`` (the problem rows, when there are some), ``OUT/summary.json``
+    (:func:`summarize`) and, for runs of competitions MLE-bench knows, its files (module
+    docstring); all atomically. Returns the summary."""
     out_dir = Path(out_dir)
     summary = summarize(rows)
+    problem_rows = [row for row in rows if is_problem_row(row)]
+    rows = [row for row in rows if not is_problem_row(row)]
     atomic_write_text(out_dir / REPORTS_FILE, "".join(json.dumps(row) + "\n" for row in rows))
+    if problem_rows:
+        atomic_write_text(out_dir / PROBLEM_REPORTS_FILE, "".join(json.dumps(row) + "\n" for row in problem_rows))
     atomic_write_text(out_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     known = [(row, Path(row["run_dir"]) / MLEBENCH_SUBMISSION_FILE) for row in rows]
     known = [(row, path) for row, path in known if path.is_file()]

@@ -1,20 +1,26 @@
 """``swarm-evo sweep``: a benchmark sweep from the command line (SPEC §12; issue 6).
 
-    swarm-evo sweep --data-dir DATA_DIR --competitions A,B --seeds N
+    swarm-evo sweep [--data-dir DATA_DIR --competitions A,B] [--problems P[:INSTANCE],...]
+                    [--problem-data-dir DIR] --seeds N
                     --policies two_phase,greedy,random --max-steps N --model M --out OUT_DIR
                     [--deployment NAME] [--parallel-runs R] [--parallel-workers W]
                     [--config FILE] [--time-limit SEC] [--executor local|docker]
                     [--llm-block NAME] [--sandbox-block NAME] [--poll SECONDS]
 
-Runs the ``benchmark-sweep`` flow (flows/benchmark_sweep.py): every (competition, policy,
-seed) — seeds ``0..N-1`` — is one ``two-phase-evo`` run in ``OUT_DIR/runs/<competition>-
-<policy>-s<seed>``; in this process (Prefect's ephemeral API unless PREFECT_API_URL is set),
+Runs the ``benchmark-sweep`` flow (flows/benchmark_sweep.py): every (task, policy, seed) —
+seeds ``0..N-1`` — is one ``two-phase-evo`` run in ``OUT_DIR/runs/<task>-<policy>-s<seed>``,
+a task being a competition or a problem: ``--problems tsp:kroA100,tsp:a280,circle-packing``
+(``NAME[:INSTANCE]``; runs ``OUT_DIR/runs/tsp-kroA100-<policy>-s<seed>``, data files looked up
+in ``--problem-data-dir``, else ``--data-dir`` when no competition is given, else the default
+data directories); in this process (Prefect's ephemeral API unless PREFECT_API_URL is set),
 or with ``--deployment NAME`` as flow runs of ``two-phase-evo/NAME`` on the server named by
 PREFECT_API_URL (its work pool's workers run them; they must see DATA_DIR and OUT_DIR).
 Writes ``OUT_DIR/grading_reports.jsonl`` (one MLE-bench CompetitionReport per line plus
 ``policy``, ``seed``, ``run_dir``) and ``OUT_DIR/summary.json`` (per competition and policy:
 runs, valid_submissions, any_medal, above_median, score_mean, score_sem, ...; see
-swarm_evo/sweep.py), and prints the summary table.
+swarm_evo/sweep.py), and prints the summary table. Problem runs: ``OUT_DIR/problem_reports.jsonl``
+and, per task and policy, the mean ± SEM of the problem's own score (e.g. tour_length, lower is
+better; swarm_evo/sweep_problems.py).
 
 Exit codes: 0 every run finished with a grading report (valid or not), 1 some run failed
 (its row has ``error: "run failed: ..."``), 2 bad input (one line naming the field and the fix).
@@ -35,12 +41,18 @@ EXIT_BAD_INPUT = 2
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``sweep`` on ``subparsers`` (from ``add_subparsers``)."""
     s = subparsers.add_parser(
-        "sweep", help="benchmark sweep: competitions x policies x seeds (Prefect flow benchmark-sweep)",
-        description="Run every competition x search policy x seed as its own two-phase-evo run and write "
-        "OUT/grading_reports.jsonl (MLE-bench grading reports) and OUT/summary.json.",
+        "sweep", help="benchmark sweep: (competitions, problems) x policies x seeds (Prefect flow benchmark-sweep)",
+        description="Run every competition or problem x search policy x seed as its own two-phase-evo run and "
+        "write OUT/grading_reports.jsonl (MLE-bench grading reports), OUT/problem_reports.jsonl and OUT/summary.json.",
     )
-    s.add_argument("--data-dir", type=Path, required=True, help="MLE-bench data directory (prepared competitions)")
-    s.add_argument("--competitions", required=True, help="comma-separated competition ids, e.g. A,B")
+    s.add_argument("--data-dir", type=Path, default=None,
+                   help="MLE-bench data directory (prepared competitions; required with --competitions)")
+    s.add_argument("--competitions", default=None, help="comma-separated competition ids, e.g. A,B")
+    s.add_argument("--problems", default=None,
+                   help="comma-separated problems NAME or NAME:INSTANCE, e.g. tsp:kroA100,tsp:a280,circle-packing")
+    s.add_argument("--problem-data-dir", type=Path, default=None,
+                   help="where the problems' data files are (e.g. tsp/kroA100.tsp); default --data-dir when no "
+                   "competition is given, else $SWARM_EVO_DATA_DIR, ./data, ../shared/data")
     s.add_argument("--seeds", default="1", help="N: runs with seeds 0..N-1 per competition and policy (default 1)")
     s.add_argument("--policies", default="two_phase",
                    help="comma-separated search policies: two_phase, greedy, random (default two_phase)")
@@ -69,12 +81,19 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
-def _check(args) -> tuple[list[str], list[int], list[str]]:
-    """Bad-input checks before any run; ``(competitions, seeds, policies)``.
+def _problem_data_dir(args) -> Path | None:
+    """--problem-data-dir, else --data-dir when the sweep has no competition, else None."""
+    if args.problem_data_dir is not None:
+        return args.problem_data_dir
+    return args.data_dir if not args.competitions else None
+
+
+def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
+    """Bad-input checks before any run; ``(competitions, problem tasks, seeds, policies)``.
 
     Raises:
-        SweepError, ConfigError, CompetitionError, ModelAccessError, SandboxUnavailableError:
-            the message names the field and the fix.
+        SweepError, ConfigError, CompetitionError, ProblemError, ModelAccessError,
+            SandboxUnavailableError: the message names the field and the fix.
     """
     from flows.benchmark_sweep import (
         check_deployment,
@@ -89,9 +108,29 @@ def _check(args) -> tuple[list[str], list[int], list[str]]:
         CompetitionError,
         load_competition,
     )
+    from swarm_evo.evaluation import load_problem
     from swarm_evo.llm.client import check_model_access, endpoint_for
+    from swarm_evo.sweep_problems import parse_problem_tasks
 
-    competitions = sweep.parse_names(args.competitions, "--competitions")
+    if args.competitions is None and args.problems is None:
+        raise sweep.SweepError("give --competitions A,B (with --data-dir) and/or --problems, e.g. "
+                               "--problems tsp:kroA100,circle-packing")
+    competitions = sweep.parse_names(args.competitions, "--competitions") if args.competitions is not None else []
+    try:
+        problems = parse_problem_tasks(args.problems, "--problems") if args.problems is not None else []
+    except ValueError as exc:
+        raise sweep.SweepError(str(exc)) from None
+    if competitions and args.data_dir is None:
+        raise sweep.SweepError("--data-dir is required with --competitions (the MLE-bench data directory)")
+    problem_data = _problem_data_dir(args)
+    if problem_data is not None and not problem_data.is_dir():
+        raise sweep.SweepError(f"--problem-data-dir {problem_data} is not a directory: give the problems' data directory")
+    for task in problems:  # unknown problem or instance: ProblemError names the instances there are
+        try:
+            load_problem(task.problem, problem_data, task.instance)
+        except ValueError as exc:
+            raise type(exc)(f"--problems {task.task}: {exc}") from None
+    tasks = [t.task for t in problems]
     try:
         seeds = sweep.parse_seeds(args.seeds)
     except sweep.SweepError as exc:
@@ -125,9 +164,9 @@ def _check(args) -> tuple[list[str], list[int], list[str]]:
                 f"whose workers run {name} (e.g. http://127.0.0.1:4200/api)"
             )
         check_deployment(name)
-        return competitions, seeds, policies
+        return competitions, tasks, seeds, policies
     # In this process: the data, the model and the sandbox must be usable here.
-    if not args.data_dir.is_dir():
+    if competitions and not args.data_dir.is_dir():
         raise sweep.SweepError(f"--data-dir {args.data_dir} is not a directory: give the MLE-bench data directory")
     for competition_id in competitions:
         try:
@@ -142,25 +181,26 @@ def _check(args) -> tuple[list[str], list[int], list[str]]:
     from swarm_evo.session import open_sandbox
 
     open_sandbox(config)  # preflight: daemon, image, GPU runtime
-    return competitions, seeds, policies
+    return competitions, tasks, seeds, policies
 
 
 def _bad_input_errors() -> tuple[type[BaseException], ...]:
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
+    from swarm_evo.evaluation import ProblemError
     from swarm_evo.llm.client import ModelAccessError
     from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
     from swarm_evo.sweep import SweepError
 
     return (SweepError, CompetitionError, ConfigError, ModelAccessError, SandboxUnavailableError,
-            RuntimeProbeError, FileNotFoundError)
+            RuntimeProbeError, FileNotFoundError, ProblemError)
 
 
 def run_sweep(args) -> int:
     """Run ``swarm-evo sweep``; returns the exit code (see the module docstring)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    from swarm_evo import sweep
+    from swarm_evo import sweep, sweep_problems
 
     if args.mlebench_repo is not None:  # read by load_competition here and in the runs of this process
         from swarm_evo.competition.loader import MLEBENCH_REPO_ENV
@@ -168,18 +208,22 @@ def run_sweep(args) -> int:
         os.environ[MLEBENCH_REPO_ENV] = str(args.mlebench_repo.expanduser().resolve())
     bad_input = _bad_input_errors()
     try:
-        competitions, seeds, policies = _check(args)
+        competitions, problems, seeds, policies = _check(args)
     except bad_input as exc:
         return _fail(str(exc))
     from flows._ephemeral import start_ephemeral_api
     from flows.benchmark_sweep import benchmark_sweep
 
     out_dir = (args.out or sweep.default_out_dir()).expanduser().resolve()
+    problem_data = _problem_data_dir(args)
     start_ephemeral_api()
     try:
         summary = benchmark_sweep(
-            competitions=competitions, seeds=seeds, policies=policies, model=args.model, max_steps=args.max_steps,
-            data_dir=str(args.data_dir.expanduser().resolve()), out_dir=str(out_dir), deployment=args.deployment,
+            competitions=competitions or None, problems=problems or None,
+            problem_data_dir=str(problem_data.expanduser().resolve()) if problem_data else None,
+            seeds=seeds, policies=policies, model=args.model, max_steps=args.max_steps,
+            data_dir=str(args.data_dir.expanduser().resolve()) if args.data_dir else "data", out_dir=str(out_dir),
+            deployment=args.deployment,
             max_parallel_runs=args.parallel_runs, parallel_workers=args.parallel_workers,
             time_limit=args.time_limit, config_path=str(args.config.resolve()) if args.config else None,
             executor=args.executor, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
@@ -187,9 +231,14 @@ def run_sweep(args) -> int:
         )
     except bad_input as exc:
         return _fail(str(exc))
-    rows = [json.loads(line) for line in (out_dir / sweep.REPORTS_FILE).read_text().splitlines() if line.strip()]
-    print(sweep.format_table(sweep.summary_table(summary)))
-    print(f"grading reports: {out_dir / sweep.REPORTS_FILE}")
+    files = ([sweep.REPORTS_FILE] if competitions else []) + ([sweep_problems.PROBLEM_REPORTS_FILE] if problems else [])
+    rows = [json.loads(line) for name in files for line in (out_dir / name).read_text().splitlines() if line.strip()]
+    if competitions:
+        print(sweep.format_table(sweep.summary_table(summary)))
+        print(f"grading reports: {out_dir / sweep.REPORTS_FILE}")
+    if problems:
+        print(sweep.format_table(sweep_problems.problem_table(summary)))
+        print(f"problem reports: {out_dir / sweep_problems.PROBLEM_REPORTS_FILE}")
     print(f"summary: {out_dir / sweep.SUMMARY_FILE}")
     failed = [row for row in rows if sweep.is_failed_row(row)]
     if failed:

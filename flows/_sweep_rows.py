@@ -1,0 +1,114 @@
+"""The rows of a benchmark sweep (flows/benchmark_sweep.py): one per finished run, read from
+the run's own report, collected in plan order with a progress artifact.
+
+A sweep item is ``(task, policy, seed)``: ``task`` is a competition id, or the ``task`` string
+of a :class:`swarm_evo.sweep_problems.ProblemTask` (``tsp:kroA100``) listed in ``problems``.
+A competition run's row is its ``RUN_DIR/grade_report.json`` (:func:`swarm_evo.sweep.report_row`),
+a problem run's its ``RUN_DIR/problem_report.json`` (:func:`swarm_evo.sweep_problems.problem_row`);
+a run that failed gets a row without a score and ``error = "run failed: ..."``.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+from swarm_evo import sweep, sweep_problems
+from swarm_evo.competition import CompetitionError, load_competition
+from swarm_evo.evaluation import ProblemError, load_problem
+
+Item = tuple[str, str, int]
+"""``(task, policy, seed)``."""
+
+
+def _direction(competition_id: str, data_dir: str) -> bool:
+    """is_lower_better of the competition (False when it cannot be loaded here)."""
+    try:
+        return load_competition(competition_id, Path(data_dir)).is_lower_better
+    except CompetitionError:
+        return False
+
+
+def failed_row(item: Item, run_dir: Path, data_dir: str, problems: dict[str, sweep_problems.ProblemTask],
+               problem_data_dir: str | None, error: str) -> dict:
+    """The row of a run that ended without a report (competition or problem, see the module)."""
+    task, policy, seed = item
+    if task not in problems:
+        return sweep.failed_row(task, is_lower_better=_direction(task, data_dir), policy=policy, seed=seed,
+                                run_dir=run_dir, error=error)
+    problem_task = problems[task]
+    try:
+        problem = load_problem(problem_task.problem, Path(problem_data_dir) if problem_data_dir else None,
+                               problem_task.instance)
+        meta = dict(score_name=problem.score_name, is_lower_better=problem.score_interpretation == "lower_better",
+                    known_best=problem.known_best)
+    except ProblemError:
+        meta = dict(score_name=None, is_lower_better=False, known_best=None)
+    return sweep_problems.failed_problem_row(problem_task, policy=policy, seed=seed, run_dir=run_dir, error=error,
+                                             **meta)
+
+
+def row_from_run(item: Item, run_dir: Path, data_dir: str, problems: dict[str, sweep_problems.ProblemTask],
+                 problem_data_dir: str | None, result: dict | None, error: str | None,
+                 missing: str | None = None) -> dict:
+    """The row of a finished run.
+
+    A run that failed (``error``) gets a failed row even if its directory holds a report (it
+    may be an earlier attempt's). A completed run: its report file in ``run_dir``, else the
+    report in its returned summary (``result``), else a failed row saying so (``missing``: why
+    the report may be unreachable).
+    """
+    task, policy, seed = item
+    is_problem = task in problems
+    report_file = sweep_problems.PROBLEM_REPORT_FILE if is_problem else sweep.GRADE_REPORT_FILE
+    report = None
+    if error is None:
+        report = sweep_problems.read_problem_report(run_dir) if is_problem else sweep.read_grade_report(run_dir)
+        if report is None and isinstance(result, dict):
+            report = result.get("problem_report" if is_problem else "grade_report")
+        if report is None:
+            error = missing or f"the run completed without {run_dir / report_file}"
+    if report is None:
+        return failed_row(item, run_dir, data_dir, problems, problem_data_dir, error)
+    if is_problem:
+        return sweep_problems.problem_row(report, problems[task], policy=policy, seed=seed, run_dir=run_dir)
+    return sweep.report_row(report, policy=policy, seed=seed, run_dir=run_dir)
+
+
+def has_report(item: Item, run_dir: Path, problems: dict) -> bool:
+    """True when the run's report file is readable here."""
+    if item[0] in problems:
+        return sweep_problems.read_problem_report(run_dir) is not None
+    return sweep.read_grade_report(run_dir) is not None
+
+
+def describe(row: dict) -> str:
+    """``score S (valid submission: V)`` or, for a problem, ``tour_length S (valid: V)``."""
+    if sweep_problems.is_problem_row(row):
+        return f"{row.get('score_name') or 'score'} {row['score']} (valid: {row['valid']})"
+    return f"score {row['score']} (valid submission: {row['valid_submission']})"
+
+
+class Rows:
+    """The sweep's rows in plan order; each finished run rewrites the output files."""
+
+    def __init__(self, items: list[Item], out_dir: Path):
+        self._order = {item: i for i, item in enumerate(items)}
+        self._rows: dict[Item, dict] = {}
+        self._out_dir = out_dir
+        self._lock = threading.Lock()
+        self._progress = create_progress_artifact(
+            progress=0.0, description=f"Finished runs of the benchmark sweep {out_dir}, as % of {len(items)}"
+        )
+
+    def add(self, item: Item, row: dict) -> None:
+        with self._lock:
+            self._rows[item] = row
+            sweep.write_outputs(self.rows(), self._out_dir)
+            done = 100.0 * len(self._rows) / max(1, len(self._order))
+        update_progress_artifact(artifact_id=self._progress, progress=done)
+
+    def rows(self) -> list[dict]:
+        return [self._rows[item] for item in sorted(self._rows, key=self._order.__getitem__)]
