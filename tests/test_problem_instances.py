@@ -223,6 +223,8 @@ def test_cli_run_on_kroA100(prefect_server, tmp_path, capsys):
     assert report["score"] == pytest.approx(21282 / report["raw_score"])
     prompt = (run_dir / "nodes" / journal["nodes"][0]["id"] / "prompt-draft.md").read_text()
     assert "TSPLIB kroA100, 100 cities" in prompt and "Each evaluation run may take at most 60" in prompt
+    assert "each evaluation run of this program may take at most 60.0 s" in prompt  # guidelines: not the 1 h step limit
+    assert "may run at most 1h" not in prompt
     assert "berlin52" not in prompt and "52 cities" not in prompt
     with pytest.raises(RunDirectoryError, match="belongs to instance 'kroA100' of tsp, not 'a280'"):
         check_run_dir(run_dir, ProblemObjective(load_problem("tsp", SHARED_DATA, "a280")))
