@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
-from swarm_evo.sandbox.base import bound_utf8
+from swarm_evo.sandbox.output import bound_utf8
 
 RECORDED_OUTPUT_BYTES = 16_000
 """Bytes of an execution's output (head + tail) kept in the journal — the node's ``term_out``

@@ -27,9 +27,9 @@ import pytest
 
 from swarm_evo.config import RunConfig
 from swarm_evo.sandbox import DEFAULT_IMAGE, DockerSandbox, LocalSandbox
-from swarm_evo.sandbox.base import make_result
 from swarm_evo.sandbox.disk_limit import DISK_LIMIT_ERROR, DiskWatcher, classify_disk_limit, disk_usage_bytes
 from swarm_evo.sandbox.factory import make_sandbox
+from swarm_evo.sandbox.failure import make_result
 from test_hostile_programs import Backend, Scene, assert_no_strays, hostile_code, our_containers
 from test_hostile_programs import scene  # noqa: F401  (fixture)
 

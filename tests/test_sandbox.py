@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 from swarm_evo.sandbox import ExecutionResult, LocalSandbox, Sandbox, scrub_env
-from swarm_evo.sandbox.base import (
-    bound_utf8,
-    classify_failure,
-    last_exception_line,
-    read_bounded,
-)
+from swarm_evo.sandbox.failure import classify_failure, last_exception_line
+from swarm_evo.sandbox.output import bound_utf8, read_bounded
 
 
 @pytest.fixture()

@@ -31,7 +31,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swarm_evo.evaluation import codec
-from swarm_evo.sandbox.base import ExecutionResult, Sandbox, remove_entry, write_output_file
+from swarm_evo.sandbox.base import ExecutionResult, Sandbox
+from swarm_evo.sandbox.output import write_output_file
+from swarm_evo.sandbox.workdir import remove_entry
 from swarm_evo.sandbox.safe_read import ProgramFileError, read_program_text
 
 PROGRAM_FILE = "program.py"

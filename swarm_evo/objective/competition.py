@@ -31,7 +31,7 @@ from swarm_evo.prevalidate import static_check
 from swarm_evo.prompts import templates_dir
 from swarm_evo.review import PARSE_STDOUT, parse_metric
 from swarm_evo.sandbox import Sandbox
-from swarm_evo.sandbox.base import remove_entry
+from swarm_evo.sandbox.workdir import remove_entry
 
 SUBMISSION = Path("submission") / "submission.csv"
 

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from swarm_evo.sandbox.base import INPUT_DIR, ExecutionResult, killed_by_signal
+from swarm_evo.sandbox.base import INPUT_DIR, ExecutionResult
+from swarm_evo.sandbox.failure import killed_by_signal
 
 DEFAULT_DISK_LIMIT_MB = 4096
 """Default ``sandbox.disk_limit_mb``: space (MiB) one execution may fill in its node directory."""

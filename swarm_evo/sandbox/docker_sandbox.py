@@ -18,10 +18,10 @@ would leave a container behind when ``start`` fails). The container:
 * gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``), leased per execution.
 
 stdout and stderr are read live from an attach stream into the local backend's bounded
-captures (:class:`~swarm_evo.sandbox.base.OutputCapture`: at most ``max_log_bytes`` each on
+captures (:class:`~swarm_evo.sandbox.output.OutputCapture`: at most ``max_log_bytes`` each on
 disk, head + ``[... N bytes truncated ...]`` + tail, exact counts); the json-file log driver
 keeps its own copy capped (``docker logs``; the fallback when attaching fails). exc_type is
-classified by the same :func:`~swarm_evo.sandbox.base.classify_failure` (exit 137 with
+classified by the same :func:`~swarm_evo.sandbox.failure.classify_failure` (exit 137 with
 ``OOMKilled`` -> MemoryError, timeout -> TimeoutError).
 
 Every container carries :data:`LABEL` (the node directory's name) and :data:`WORKDIR_LABEL`
@@ -47,26 +47,22 @@ from swarm_evo.sandbox.base import (
     NOBODY_UID,
     SOLUTION_FILE,
     ExecutionResult,
-    OutputCapture,
     SandboxError,
     SandboxUnavailableError,
     default_memory_limit_mb,
-    hand_over_workdir,
     host_memory_mb,
+)
+from swarm_evo.sandbox.env_scrub import scrub_env
+from swarm_evo.sandbox.failure import result_from_captures
+from swarm_evo.sandbox.output import OutputCapture
+from swarm_evo.sandbox.workdir import (
+    hand_over_workdir,
     prepare_workdir,
     remove_escaping_links,
-    result_from_captures,
-    scrub_env,
     take_back_workdir,
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
-from swarm_evo.sandbox.gpus import (
-    NVIDIA_FIX,
-    DevicePool,
-    GpuSpec,
-    describe_spec,
-    device_request,
-)
+from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
 
 DEFAULT_IMAGE = "swarm-evo-sandbox:latest"
 """Built by ``bash deployments/build-sandbox-image-offline.sh`` (or deployments/sandbox.Dockerfile)."""

@@ -36,7 +36,7 @@ that enforces the timeout and guarantees that nothing the program started outliv
   ``max_log_bytes`` (head, ``[... N bytes truncated ...]``, tail) in ``stdout.txt`` /
   ``stderr.txt``, written after the run without following links the program planted, so
   gigabytes of output cost neither disk nor memory.
-* **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.base.scrub_env`); as
+* **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.env_scrub.scrub_env`); as
   ``nobody`` in its PID namespace the program cannot read other processes' environments.
 
 ``exec_time`` is the program's wall time measured by the supervisor from just before its fork
@@ -67,15 +67,16 @@ from swarm_evo.sandbox.base import (
     SOLUTION_FILE,
     WORKING_DIR,
     ExecutionResult,
-    OutputCapture,
     SandboxError,
     default_memory_limit_mb,
+)
+from swarm_evo.sandbox.env_scrub import scrub_env
+from swarm_evo.sandbox.failure import result_from_captures
+from swarm_evo.sandbox.output import OutputCapture, pump
+from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
     prepare_workdir,
-    pump,
     remove_escaping_links,
-    result_from_captures,
-    scrub_env,
     take_back_workdir,
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit

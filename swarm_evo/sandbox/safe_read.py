@@ -15,7 +15,7 @@ the file and what stands there: callers report it as the program's failure (``co
 error, the node's problems), never as their own.
 
 Only the last path component is checked here; links in the directories above are removed
-after every execution by :func:`~swarm_evo.sandbox.base.remove_escaping_links` (the program
+after every execution by :func:`~swarm_evo.sandbox.workdir.remove_escaping_links` (the program
 is gone by then, so nothing can swap them back).
 """
 
