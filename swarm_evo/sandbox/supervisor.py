@@ -43,7 +43,6 @@ None), ``exec_time`` (s, from just before the program's fork to its exit or kill
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -54,33 +53,17 @@ import sys
 import time
 import traceback
 
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
-CLONE_NEWNS = 0x00020000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWPID = 0x20000000
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_NOEXEC = 0x8
-MS_REMOUNT = 0x20
-MS_NOATIME = 0x400
-MS_NODIRATIME = 0x800
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
-MS_RELATIME = 0x200000
-
-_KEPT_MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-                     "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
-"""Per-mount options a read-only bind remount must repeat (``mount(2)``: MS_REMOUNT replaces them)."""
-
-SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-"""Directories replaced by a private tmpfs in namespace mode (sized by ``tmp_size_mb`` /
-``shm_size_mb``)."""
-
-_libc = ctypes.CDLL(None, use_errno=True)
+if __package__:  # imported as swarm_evo.sandbox.supervisor
+    from .supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
+        blocked_dirs, mount, prctl, python_paths, setup_mounts, unshare)
+else:  # run by path (python -I: no sys.path entry for this directory); gone again before
+    # python_paths() reads sys.path, so the program's mounts do not change
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        from supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
+            blocked_dirs, mount, prctl, python_paths, setup_mounts, unshare)
+    finally:
+        sys.path.pop()
 
 
 _terminated = False
@@ -92,30 +75,6 @@ def _on_term(signum, frame) -> None:
     # fd (``signal.set_wakeup_fd``) wakes the wait loop, which then kills the tree.
     global _terminated
     _terminated = True
-
-
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def prctl(option: int, arg: int) -> None:
-    """``prctl(2)`` with one argument. Raises OSError (errno of the call)."""
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                       ctypes.c_ulong(0)), f"prctl({option})")
-
-
-def unshare(flags: int) -> None:
-    """``unshare(2)`` (``CLONE_NEW*`` flags). Raises OSError, e.g. EPERM without CAP_SYS_ADMIN."""
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    """``mount(2)`` (``MS_*`` flags; ``data`` as for ``mount -o``). Raises OSError."""
-    enc = (lambda s: None if s is None else os.fsencode(s))
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {source or ''} on {target}")
 
 
 # --------------------------------------------------------------------------- program
@@ -302,151 +261,6 @@ def supervise(cfg: dict, in_pidns: bool, wake_fd: int | None = None) -> dict:
 # --------------------------------------------------------------------------- namespaces
 
 
-def _traversable(st: os.stat_result, uid: int, gid: int) -> bool:
-    """Whether ``uid``/``gid`` (no supplementary groups) may search a directory (mode bits)."""
-    if uid == 0:
-        return True
-    if st.st_uid == uid:
-        return bool(st.st_mode & stat.S_IXUSR)
-    if st.st_gid == gid:
-        return bool(st.st_mode & stat.S_IXGRP)
-    return bool(st.st_mode & stat.S_IXOTH)
-
-
-def _ancestors(path: str) -> list[str]:
-    """``/a/b/c`` -> ``["/a", "/a/b"]`` (strict ancestors below ``/``)."""
-    parts = path.strip("/").split("/")
-    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
-
-
-def blocked_dirs(needed: list[str], uid: int, gid: int) -> set[str]:
-    """Ancestors of ``needed`` paths that ``uid`` cannot search (mode bits, not ACLs)."""
-    blocked = set()
-    for path in needed:
-        for anc in _ancestors(path):
-            try:
-                if not _traversable(os.stat(anc), uid, gid):
-                    blocked.add(anc)
-            except OSError:
-                pass
-    return blocked
-
-
-def _depth(path: str) -> int:
-    return 0 if path == "/" else path.count("/")
-
-
-def _setup_mounts(cfg: dict, needed: list[str]) -> list[str]:
-    """In the init, before the program: the mount namespace described in the module docstring."""
-    warnings: list[str] = []
-    uid, gid = cfg.get("uid"), cfg.get("gid")
-    unshare(CLONE_NEWNS | CLONE_NEWIPC)
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    needed = sorted({os.path.realpath(p) for p in needed if p and os.path.exists(p)})
-    needed = [p for p in needed if p != "/"]
-    scratch = {}
-    for d in SCRATCH_DIRS:
-        real = os.path.realpath(d)
-        if not os.path.isdir(real) or real == "/":
-            continue
-        # A needed path that is the scratch dir or above it keeps the host's directory.
-        if any(p == real or real.startswith(p + "/") for p in needed):
-            continue
-        size = cfg.get("shm_size_mb") if d == "/dev/shm" else cfg.get("tmp_size_mb")
-        scratch[real] = int(size or 512)
-    synthesized = set(scratch)
-    if uid is not None:
-        # A needed directory the user cannot search stays as it is (exposing it cannot help).
-        synthesized |= blocked_dirs(needed, int(uid), int(gid)) - set(needed)
-    # Entries to bind back: a child of a synthesized directory on the way to a needed path.
-    binds = set()
-    for path in needed:
-        chain = _ancestors(path) + [path]
-        for parent, child in zip(chain, chain[1:]):
-            if parent in synthesized and child not in synthesized:
-                binds.add(child)
-    binds = {b for b in binds if os.path.lexists(b)}
-    fds = {b: os.open(b, os.O_PATH) for b in binds}
-    ops = sorted([(_depth(d), 0, d) for d in synthesized] + [(_depth(b), 1, b) for b in binds])
-    for _, kind, path in ops:
-        parent = os.path.dirname(path)
-        if kind == 0:
-            mode = "1777" if path in scratch else "0755"
-            if parent in synthesized:
-                os.mkdir(path)
-                os.chmod(path, int(mode, 8))
-            else:
-                size = f",size={scratch[path]}m" if path in scratch else ",size=1m"
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}{size}")
-        else:
-            fd = fds[path]
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                os.mkdir(path)
-            else:
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-    for fd in fds.values():
-        os.close(fd)
-    for path in cfg.get("readonly") or []:
-        real = os.path.realpath(path)
-        if os.path.isdir(real):
-            mount(real, real, None, MS_BIND | MS_REC)
-            mount(None, real, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    workdir = os.path.realpath(cfg["workdir"])
-    mount(workdir, workdir, None, MS_BIND | MS_REC)  # its own mount: stays writable below
-    warnings += _freeze_host(writable={workdir, *scratch})
-    try:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        warnings.append(f"kept the host's /proc ({exc})")
-    return warnings
-
-
-def _mount_points() -> list[tuple[str, list[str]]]:
-    """``(mount point, per-mount options)`` of this mount namespace (``/proc/self/mountinfo``,
-    fields 5 and 6; octal escapes such as ``\\040`` decoded), parents before children."""
-    points = []
-    with open("/proc/self/mountinfo", "rb") as fh:
-        for line in fh:
-            fields = line.split()
-            point = fields[4].decode("unicode_escape").encode("latin-1").decode(errors="surrogateescape")
-            points.append((point, fields[5].decode().split(",")))
-    return points
-
-
-def _freeze_host(writable: set[str]) -> list[str]:
-    """Remount every mount of the namespace read-only except ``writable`` mount points and
-    ``/proc``; the warnings (a mount that could not be frozen).
-
-    Nothing the program writes outside its work directory and the private scratch tmpfs
-    survives it: host directories that are world-writable (``/run/lock``, ``/var/tmp`` when it
-    is not replaced, writable dirs of Docker's image layers, ...) are read-only for it, as
-    the Docker backend's read-only root is. Device nodes stay usable (``/dev/null``, GPUs):
-    a read-only mount does not stop writes to a device. Changes stay in this namespace.
-    """
-    warnings = []
-    for point, options in _mount_points():
-        if point in writable or point == "/proc" or point.startswith("/proc/") or "ro" in options:
-            continue
-        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
-        for name, flag in _KEPT_MOUNT_FLAGS.items():
-            if name in options:
-                flags |= flag
-        try:
-            mount(None, point, None, flags)
-        except OSError as exc:
-            warnings.append(f"{point} stays writable for programs ({exc})")
-    return warnings
-
-
-def _python_paths() -> list[str]:
-    """What the interpreter needs to run a program: its prefixes and ``sys.path``."""
-    paths = [os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix,
-             sys.exec_prefix, sys.base_exec_prefix]
-    paths += [p for p in sys.path if p and os.path.isabs(p)]
-    return [os.path.realpath(p) for p in paths if os.path.exists(p)]
-
-
 def _init_main(cfg: dict, alive_r: int, report_w: int) -> None:
     """PID 1 of the new PID namespace: mounts, then :func:`supervise`; never returns."""
     report: dict = {}
@@ -455,8 +269,8 @@ def _init_main(cfg: dict, alive_r: int, report_w: int) -> None:
         # The supervisor may have died before PR_SET_PDEATHSIG: its pipe end is then closed.
         if select.select([alive_r], [], [], 0)[0]:
             os._exit(1)
-        needed = [cfg["workdir"], *(cfg.get("readonly") or []), *(cfg.get("expose") or []), *_python_paths()]
-        warnings = _setup_mounts(cfg, needed)
+        needed = [cfg["workdir"], *(cfg.get("readonly") or []), *(cfg.get("expose") or []), *python_paths()]
+        warnings = setup_mounts(cfg, needed)
         report = supervise(cfg, in_pidns=True)
         report["warnings"] = warnings
     except BaseException as exc:  # noqa: BLE001 - reported to the run process
@@ -540,7 +354,7 @@ def main(argv: list[str]) -> int:
         if not in_pidns and cfg.get("uid") is not None and not cfg.get("drop_without_namespaces"):
             # Without a mount namespace, paths the program needs may be unreachable for the
             # unprivileged user; keep the caller's user rather than fail every program.
-            blocked = blocked_dirs([cfg["workdir"], *(cfg.get("readonly") or []), *_python_paths()],
+            blocked = blocked_dirs([cfg["workdir"], *(cfg.get("readonly") or []), *python_paths()],
                                    int(cfg["uid"]), int(cfg["gid"]))
             if blocked:
                 cfg.setdefault("warnings", []).append(
