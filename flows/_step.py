@@ -11,7 +11,7 @@ from prefect.states import Completed, State
 from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
-from swarm_evo.llm.client import CostLimitReached, DeadlineReached
+from swarm_evo.llm.errors import CostLimitReached, DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
 from swarm_evo.step import assembly, limits, review_call

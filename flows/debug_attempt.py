@@ -11,7 +11,7 @@ from __future__ import annotations
 from prefect import flow, runtime
 
 from swarm_evo.debug_chain import Attempt
-from swarm_evo.llm.client import GenerationError
+from swarm_evo.llm.errors import GenerationError
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.step import generation

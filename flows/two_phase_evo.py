@@ -20,7 +20,7 @@ from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
 from swarm_evo.config import RunConfig, load_config
-from swarm_evo.llm.client import endpoint_for
+from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.session import RunStoppedError, default_run_dir, open_session
 from tasks.artifacts import (

@@ -31,7 +31,7 @@ from swarm_evo.agents import TEXT_KINDS, Agent
 from swarm_evo.dispatcher import OPERATIONS
 from swarm_evo.experience import ExperiencePool, ExperienceRecord
 from swarm_evo.journal import atomic_write_text
-from swarm_evo.llm.client import ReviewReply, complete_review
+from swarm_evo.llm.review_completion import ReviewReply, complete_review
 from swarm_evo.model_context import offline_context
 from swarm_evo.node import LLMUsage, utc_now
 from swarm_evo.prompts import render
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 AskFn = Callable[[str, dict], ReviewReply]
 """``ask(prompt, ctx) -> ReviewReply``: the forced ``submit_agent_texts`` call
-(:func:`swarm_evo.llm.client.complete_review` with :data:`AGENT_TEXTS_TOOL`); the Prefect
+(:func:`swarm_evo.llm.review_completion.complete_review` with :data:`AGENT_TEXTS_TOOL`); the Prefect
 layer passes one that retries transient errors (tasks/agents.py)."""
 
 AGENT_TEXTS_TOOL: dict = {

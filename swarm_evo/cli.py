@@ -147,7 +147,7 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     objective (and its instance), model access, sandbox (daemon, image, GPU runtime), run
     directory ownership. Returns the objective."""
     from swarm_evo.competition import CompetitionError
-    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import check_run_dir, load_objective, open_sandbox, probe_endpoints
 
     try:
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError
-    from swarm_evo.llm.client import ModelAccessError
+    from swarm_evo.llm.errors import ModelAccessError
     from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
     from swarm_evo.session import RunDirectoryError
 

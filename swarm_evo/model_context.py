@@ -59,7 +59,6 @@ def prompt_context(session: RunSession) -> dict[str, Any]:
     }
 
 
-
 def memory_limit_text(session: RunSession) -> str | None:
     """The memory limit programs run under, for debug prompts: the configured limit, else the
     sandbox's cgroup limit from the runtime probe (Docker's default), else None."""

@@ -9,7 +9,8 @@ from typing import Any
 from swarm_evo.evaluation import load_program_output, run_auxiliary
 from swarm_evo.evaluation.auxiliary_writer import describe_output
 from swarm_evo.journal import atomic_write_text
-from swarm_evo.llm.client import TRANSIENT_ERRORS, complete_code
+from swarm_evo.llm.client import complete_code
+from swarm_evo.llm.errors import TRANSIENT_ERRORS
 from swarm_evo.model_context import exec_timeout, offline_context
 from swarm_evo.objective.problem import AUXILIARY_TIMEOUT, INITIAL_DIR, INITIAL_METRICS, RESULTS_DIR
 from swarm_evo.prompts import render

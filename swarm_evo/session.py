@@ -39,8 +39,9 @@ from swarm_evo.config import ConfigError, RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
-from swarm_evo.llm.client import ModelEndpoint, ProbeResult, check_model_access, probe_model
+from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
+from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
 from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
 from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
@@ -232,7 +233,7 @@ def _check_owner(journal: Journal, objective: Objective) -> None:
 
 
 def probe_endpoints(endpoint: ModelEndpoint, config: RunConfig) -> list[ProbeResult]:
-    """The preflight call (:func:`swarm_evo.llm.client.probe_model`) of each distinct model
+    """The preflight call (:func:`swarm_evo.llm.probe.probe_model`) of each distinct model
     the run uses: the code model, and the review and evolution models when they differ.
 
     Raises:

@@ -109,7 +109,8 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         load_competition,
     )
     from swarm_evo.evaluation import load_problem
-    from swarm_evo.llm.client import check_model_access, endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
+    from swarm_evo.llm.probe import check_model_access
     from swarm_evo.sweep_problems import parse_problem_tasks
 
     if args.competitions is None and args.problems is None:
@@ -188,7 +189,7 @@ def _bad_input_errors() -> tuple[type[BaseException], ...]:
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError
-    from swarm_evo.llm.client import ModelAccessError
+    from swarm_evo.llm.errors import ModelAccessError
     from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
     from swarm_evo.sweep import SweepError
 

@@ -8,7 +8,7 @@ evolve-agents, write-auxiliary-metrics):
    (its default ``constant_retry``; checked by running litellm 1.106.2, also for the offline
    custom provider). It absorbs a blip; it is not a backoff.
 2. Prefect task retries (:data:`LLM_RETRY`): a task whose call still failed with a transient
-   error (:data:`swarm_evo.llm.client.TRANSIENT_ERRORS`: timeout, rate limit, connection,
+   error (:data:`swarm_evo.llm.errors.TRANSIENT_ERRORS`: timeout, rate limit, connection,
    500, 502, 503) runs again after about 2, 10 and 30 s (:data:`RETRY_DELAYS`, each drawn at
    random around its value and at most 1.5 times it: ``retry_jitter_factor``
    :data:`RETRY_JITTER`) so parallel steps do not hit a rate-limited API in step; other
@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from prefect.cache_policies import NO_CACHE
 
-from swarm_evo.llm.client import RETRY_HORIZON, TRANSIENT_ERRORS
+from swarm_evo.llm.client import RETRY_HORIZON
+from swarm_evo.llm.errors import TRANSIENT_ERRORS
 from swarm_evo.sandbox import SandboxError, SandboxUnavailableError
 
 RETRY_DELAYS = [2, 10, 30]

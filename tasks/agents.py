@@ -6,7 +6,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from swarm_evo import agent_evolution
-from swarm_evo.llm.client import ReviewReply, complete_review
+from swarm_evo.llm.review_completion import ReviewReply, complete_review
 from swarm_evo.session import get_session
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 from tasks.artifacts import artifact_key
@@ -16,7 +16,7 @@ from tasks.artifacts import artifact_key
 def ask_agent_texts(run_dir: str, prompt: str, ctx: dict) -> ReviewReply:
     """One forced ``submit_agent_texts`` call for one weak agent (``ctx["call_key"]`` is
     ``evolution<k>:<agent id>``); transient model errors are retried (tasks._policy.LLM_RETRY).
-    Returns the :class:`swarm_evo.llm.client.ReviewReply` of :func:`swarm_evo.llm.client.complete_review`."""
+    Returns the :class:`swarm_evo.llm.review_completion.ReviewReply` of :func:`swarm_evo.llm.review_completion.complete_review`."""
     return complete_review(get_session(run_dir).evolution_endpoint, prompt, agent_evolution.AGENT_TEXTS_TOOL, ctx)
 
 

@@ -170,7 +170,7 @@ def test_publish_final_report_writes_and_publishes_pictures(prefect_server, tmp_
 
     from swarm_evo.cli import main
     from swarm_evo.config import RunConfig
-    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import close_session, open_session
     from tasks.artifacts import publish_final_report
 

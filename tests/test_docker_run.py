@@ -71,7 +71,7 @@ def test_shared_gpu_limit_serialises_executions(prefect_server, tmp_path):
     from prefect.client.orchestration import get_client
 
     from swarm_evo.config import RunConfig
-    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import close_session, open_session
     from tasks.execute import execute
     from tasks.gpu import ensure_gpu_limit

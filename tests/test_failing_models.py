@@ -24,7 +24,9 @@ import yaml
 from prefect import flow
 
 from swarm_evo.config import ConfigError, RunConfig, load_config
-from swarm_evo.llm import client
+from swarm_evo.llm import client, replies
+from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
+from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError
 from swarm_evo.llm.offline import failures
 from swarm_evo.review import parse_metric
 
@@ -94,7 +96,7 @@ def test_transient_kinds_raise_real_litellm_errors(kind):
     cls, status = TRANSIENT[kind]
     with pytest.raises(cls) as info:
         failures.apply(failures.Injection(kind, "slot1:draft", 1), "swarm-evo", None)
-    assert info.value.status_code == status and isinstance(info.value, client.TRANSIENT_ERRORS)
+    assert info.value.status_code == status and isinstance(info.value, TRANSIENT_ERRORS)
     assert "injected failure on call slot1:draft" in str(info.value)
 
 
@@ -104,14 +106,14 @@ def test_transient_errors_are_timeouts_rate_limits_connection_errors_and_5xx():
                  litellm.APIConnectionError("c", **where), litellm.InternalServerError("i", **where),
                  litellm.BadGatewayError("b", **where), litellm.ServiceUnavailableError("u", **where)]
     assert [e.status_code for e in transient] == [408, 429, 500, 500, 502, 503]
-    assert all(isinstance(e, client.TRANSIENT_ERRORS) for e in transient)
+    assert all(isinstance(e, TRANSIENT_ERRORS) for e in transient)
     permanent = [litellm.AuthenticationError("a", **where), litellm.BadRequestError("b", **where),
-                 litellm.ContextWindowExceededError("w", **where), client.GenerationError("no code")]
-    assert not any(isinstance(e, client.TRANSIENT_ERRORS) for e in permanent)
+                 litellm.ContextWindowExceededError("w", **where), GenerationError("no code")]
+    assert not any(isinstance(e, TRANSIENT_ERRORS) for e in permanent)
 
 
 def test_bad_reply_kinds():
-    assert client.extract_code(failures.apply(failures.Injection("no_code_block", "k", 1), "m", None).content) is None
+    assert replies.extract_code(failures.apply(failures.Injection("no_code_block", "k", 1), "m", None).content) is None
     empty = failures.apply(failures.Injection("empty", "k", 1), "m", "submit_review")
     assert empty.content == "" and empty.tool_name is None
     bad = failures.apply(failures.Injection("invalid_tool_json", "k", 1), "m", "submit_review")
@@ -150,7 +152,7 @@ def test_reply_does_not_depend_on_the_injection(data_dir):
 
     view = CompetitionObjective(load_competition("spaceship-titanic", data_dir)).offline_view()
     ctx = {"purpose": "draft", "seed": 3, "call_key": "slot1:draft", "fault_rate": 0.0, "repair_rate": 1.0, **view}
-    endpoint = client.ModelEndpoint(name="offline", num_retries=3, injected_failure_rate=0.5)
+    endpoint = ModelEndpoint(name="offline", num_retries=3, injected_failure_rate=0.5)
     failures.reset()
     reply = client.complete_code(endpoint, "p", ctx)
     assert "```python\n" + reply.code in respond(ctx).content
@@ -187,7 +189,7 @@ def wine(prefect_server, tmp_path_factory):
         "agents.num_agents": 2, "agents.evolution_interval": 1, "agents.evolution_min_records": 0,
     })
     return open_session(competition_id="sklearn-wine", data_dir=tmp / "data", run_dir=tmp / "run",
-                        config=config, endpoint=client.endpoint_for(config.model))
+                        config=config, endpoint=endpoint_for(config.model))
 
 
 def _step(session, script, plans: dict[str, list]):
@@ -245,7 +247,7 @@ def test_review_without_usable_model_falls_back_to_the_metric_line(wine, script,
     assert node.metric_value is not None and node.metric_value == parse_metric(node.term_out)
     reasons = node.metadata["review"]["reasons"]
     assert any(r.startswith("review call:") for r in reasons), reasons
-    from swarm_evo.review import derive_approach_tag
+    from swarm_evo.approach_tag import derive_approach_tag
 
     assert node.approach_tag == derive_approach_tag(node.code) != "unknown", "issue 13: the tag comes from the code"
 
@@ -300,7 +302,7 @@ def test_auxiliary_metrics_writer_survives_a_failing_model(prefect_server, tmp_p
 
     config = RunConfig().with_overrides({"model.num_retries": NUM_RETRIES, "search.max_steps": 1})
     session = open_session(problem=str(Path(__file__).parent / "fixtures" / "problems" / "sum-squares"),
-                           run_dir=tmp_path / "run", config=config, endpoint=client.endpoint_for(config.model))
+                           run_dir=tmp_path / "run", config=config, endpoint=endpoint_for(config.model))
     problem_setup.evaluate_initial_program(session)
     script.plans = {"auxiliary_metrics": ["rate_limit", "rate_limit"]}
     with pytest.raises(litellm.RateLimitError):  # transient: for the Prefect task's retries

@@ -6,13 +6,11 @@ import json
 
 import pytest
 
-from swarm_evo.llm import client
-from swarm_evo.llm.client import (
-    ModelAccessError,
-    ModelEndpoint,
-    check_model_access,
-    extract_code,
-)
+from swarm_evo.llm import client, review_completion
+from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
+from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError, ModelAccessError
+from swarm_evo.llm.probe import check_model_access
+from swarm_evo.llm.replies import extract_code
 from swarm_evo.review import REVIEW_TOOL
 
 
@@ -62,7 +60,7 @@ def test_complete_code_with_mock_response_records_usage(monkeypatch):
 def test_no_code_block_is_a_generation_error(monkeypatch):
     real = client.litellm.completion
     monkeypatch.setattr(client.litellm, "completion", lambda **kw: real(mock_response="sorry", **kw))
-    with pytest.raises(client.GenerationError):
+    with pytest.raises(GenerationError):
         client.complete_code(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "prompt")
 
 
@@ -79,7 +77,7 @@ def test_review_tool_call_is_parsed(monkeypatch):
         )
 
     monkeypatch.setattr(client.litellm, "completion", mocked)
-    reply = client.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
     assert reply.arguments == args and reply.error is None and reply.usage.calls == 1
     assert reply.mode == "tool_call" and reply.source == "tool_call" and not reply.tools_rejected
 
@@ -119,7 +117,7 @@ def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, k
     endpoint = ModelEndpoint(name="offline", num_retries=2)
     calls = _scripted(monkeypatch, [kind, kind, None])
     started = time.perf_counter()
-    reply = client.complete_review(endpoint, "p", REVIEW_TOOL, {"purpose": "review", "seed": 0,
+    reply = review_completion.complete_review(endpoint, "p", REVIEW_TOOL, {"purpose": "review", "seed": 0,
                                                                "call_key": "r", "term_out": ""})
     assert len(calls) == 3 and reply.error is None and isinstance(reply.arguments, dict)
     assert reply.usage.calls == 1, "litellm's own re-calls are one call for the caller"
@@ -127,10 +125,10 @@ def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, k
 
     calls = _scripted(monkeypatch, [kind, kind, kind])
     with pytest.raises(cls) as info:
-        client.complete_review(ModelEndpoint(name="offline", num_retries=1), "p", REVIEW_TOOL,
+        review_completion.complete_review(ModelEndpoint(name="offline", num_retries=1), "p", REVIEW_TOOL,
                                {"purpose": "review", "seed": 0, "call_key": "r"})
     assert len(calls) == 2 and info.value.status_code == status
-    assert isinstance(info.value, client.TRANSIENT_ERRORS)
+    assert isinstance(info.value, TRANSIENT_ERRORS)
 
 
 def _sequence(monkeypatch, replies):
@@ -161,7 +159,7 @@ def test_bad_code_reply_is_asked_again_once(monkeypatch):
     assert prompts[0] == "PROMPT" and prompts[1].startswith("PROMPT") and "```python" in prompts[1]
 
     _sequence(monkeypatch, ["", "still no code", "never asked"])
-    with pytest.raises(client.GenerationError, match=r"in 2 replies: the reply was empty; the reply had no "
+    with pytest.raises(GenerationError, match=r"in 2 replies: the reply was empty; the reply had no "
                                                      r"fenced code block") as info:
         client.complete_code(endpoint, "PROMPT")
     assert info.value.usage.calls == 2
@@ -172,12 +170,12 @@ def test_bad_tool_call_is_asked_again_once(monkeypatch):
     good = {"name": "submit_review", "arguments": json.dumps({"is_bug": False})}
     bad = {"name": "submit_review", "arguments": '{"is_bug": fal'}
     prompts = _sequence(monkeypatch, [bad, good])
-    reply = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(endpoint, "p", REVIEW_TOOL)
     assert reply.arguments == {"is_bug": False} and reply.error is None and reply.usage.calls == 2
     assert "submit_review" in prompts[1] and "reply with ONLY a JSON object" in prompts[1]
 
     _sequence(monkeypatch, [bad, "plain text", "never asked"])
-    reply = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(endpoint, "p", REVIEW_TOOL)
     assert reply.arguments is None and reply.usage.calls == 2
     assert "not JSON" in reply.error and "no tool call" in reply.error and "re-ask" in reply.error
 
@@ -185,7 +183,7 @@ def test_bad_tool_call_is_asked_again_once(monkeypatch):
 def test_injected_failure_rate_goes_to_the_offline_ctx_only(monkeypatch):
     from swarm_evo.config import ModelConfig
 
-    endpoint = client.endpoint_for(ModelConfig(injected_failure_rate=0.3))
+    endpoint = endpoint_for(ModelConfig(injected_failure_rate=0.3))
     assert endpoint.injected_failure_rate == 0.3
     seen = []
     real = client.litellm.completion
@@ -199,5 +197,5 @@ def test_injected_failure_rate_goes_to_the_offline_ctx_only(monkeypatch):
     client.complete_code(endpoint, "p", ctx)
     assert seen[-1]["swarm_evo"]["injected_failure_rate"] == 0.3
     assert "injected_failure_rate" not in ctx, "the caller's ctx is not modified"
-    client.complete_code(client.endpoint_for(ModelConfig()), "p", ctx)
+    client.complete_code(endpoint_for(ModelConfig()), "p", ctx)
     assert "injected_failure_rate" not in seen[-1]["swarm_evo"]

@@ -1,5 +1,5 @@
 """The offline model's ``evolve_agent`` answer (SPEC §9): a ``submit_agent_texts`` tool call
-through the real litellm path (and through ``swarm_evo.llm.client.complete_review``)."""
+through the real litellm path (and through ``swarm_evo.llm.review_completion.complete_review``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest  # noqa: E402
 
 from swarm_evo.config import ModelConfig  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
-from swarm_evo.llm.client import complete_review, endpoint_for  # noqa: E402
+from swarm_evo.llm.endpoint import endpoint_for  # noqa: E402
+from swarm_evo.llm.review_completion import complete_review  # noqa: E402
 from swarm_evo.llm.offline.evolve_agent import (  # noqa: E402
     LESSONS_TITLE,
     SUMMARY_CHARS,

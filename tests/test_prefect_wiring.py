@@ -6,7 +6,7 @@ import litellm
 import pytest
 from prefect import flow, task
 
-from swarm_evo.llm.client import GenerationError
+from swarm_evo.llm.errors import GenerationError
 from tasks._policy import retry_on_transient
 
 

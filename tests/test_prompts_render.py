@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from swarm_evo import genes as G
 from swarm_evo import model_context
+from swarm_evo import genes as G
 from swarm_evo.config import RunConfig
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm import client
+from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.prompts import render, templates_dir
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.step import generation, operations, review_call
@@ -71,7 +72,7 @@ def _open(tmp: Path, *, competition: bool, **overrides):
 
     config = RunConfig().with_overrides({"search.max_steps": 60, "agents.evolution_min_records": 0,
                                          "agents.evolution_interval": 1, **overrides})
-    endpoint = client.endpoint_for(config.model)
+    endpoint = endpoint_for(config.model)
     if competition:
         prepare_competition("spaceship-titanic", SHARED_DATA / "spaceship-titanic" / "raw", tmp / "data")
         return open_session(competition_id="spaceship-titanic", data_dir=tmp / "data", run_dir=tmp / "run",

@@ -32,14 +32,24 @@ FAST = {"steps_per_epoch": 4, "phase1_target_nodes": 4}
 """Search settings that reach Phase 2 (merges and mutates) within a few steps."""
 
 
+SESSION_API: dict[str, str] = {}
+"""``{"url": ...}``: the session Prefect API the runs report to (set for every test)."""
+
+
+@pytest.fixture(autouse=True)
+def _runs_report_to_the_session_api(prefect_api_url):
+    SESSION_API["url"] = prefect_api_url
+
+
 def _run(server, tmp_path: Path, data_dir: Path, *, model: str = MODEL, work: str = "work", **kwargs):
     kwargs.setdefault("api_base", server.api_base_for(model))
+    kwargs.setdefault("prefect_api_url", SESSION_API["url"])
     return run_swarm(tmp_path / work, data_dir, model=model, **kwargs)
 
 
 def _in_parallel(*jobs):
     """Run the callables at once (independent runs, each against its own server); their
-    results in order. Saves wall time: a run spends much of it starting Prefect."""
+    results in order. Saves wall time: a run spends much of it starting its Python process."""
     with ThreadPoolExecutor(len(jobs)) as pool:
         futures = [pool.submit(job) for job in jobs]
         return [f.result() for f in futures]
@@ -338,7 +348,7 @@ def _rendered_draft_prompt(data_dir: Path) -> str:
     import tempfile
 
     from swarm_evo.config import RunConfig
-    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import close_session, open_session
     from swarm_evo.step.operations import prepare_draft
 

@@ -8,26 +8,21 @@ import json
 import pytest
 
 from swarm_evo.genes import LOCI, marker
-from swarm_evo.llm import client
-from swarm_evo.llm.client import ModelEndpoint, supports_tool_calls
+from swarm_evo.llm import client, review_completion
+from swarm_evo.llm.endpoint import ModelEndpoint
+from swarm_evo.llm.errors import GenerationError
+from swarm_evo.llm.review_completion import supports_tool_calls
+from swarm_evo.llm.json_reply import json_instruction, json_object_in_text
 from swarm_evo.llm.replies import (
     PLAN_MAX_CHARS,
     choose_program,
     cut_off_reason,
     fenced_blocks,
-    json_instruction,
-    json_object_in_text,
     read_code_reply,
     strip_reasoning,
 )
-from swarm_evo.review import (
-    REVIEW_TOOL,
-    _as_bool,
-    _as_float,
-    decide_review,
-    derive_approach_tag,
-    parse_tool_arguments,
-)
+from swarm_evo.approach_tag import derive_approach_tag
+from swarm_evo.review import REVIEW_TOOL, _as_bool, _as_float, decide_review, parse_tool_arguments
 from swarm_evo.sandbox.base import ExecutionResult
 
 _REAL_COMPLETION = client.litellm.completion
@@ -217,7 +212,7 @@ def test_cut_off_reply_is_asked_again_shorter(monkeypatch):
 def test_still_cut_off_is_a_generation_error(monkeypatch):
     cut = ("Plan.\n```python\n" + FULL[:150], "length")
     _responses(monkeypatch, [cut, cut, cut])
-    with pytest.raises(client.GenerationError, match=r"in 2 replies: the reply was cut off \(the output limit "
+    with pytest.raises(GenerationError, match=r"in 2 replies: the reply was cut off \(the output limit "
                                                      r"was reached; \d+ characters\) with no complete program") as info:
         client.complete_code(ENDPOINT, "PROMPT", loci=LOCI)
     assert info.value.usage.calls == 2
@@ -282,20 +277,20 @@ def test_parse_tool_arguments_tolerates_wrapping():
 
 def test_review_tool_arguments_wrapped_in_json_fence(monkeypatch):
     _responses(monkeypatch, [{"name": "submit_review", "arguments": "```json\n" + json.dumps(REVIEW) + "\n```"}])
-    reply = client.complete_review(ENDPOINT, "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(ENDPOINT, "p", REVIEW_TOOL)
     assert reply.arguments == REVIEW and reply.source == "tool_call" and reply.usage.calls == 1
 
 
 def test_review_without_tool_call_uses_json_in_text(monkeypatch):
     calls = _responses(monkeypatch, ["<think>checking</think>\nReview:\n```json\n" + json.dumps(REVIEW) + "\n```\n"])
-    reply = client.complete_review(ENDPOINT, "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(ENDPOINT, "p", REVIEW_TOOL)
     assert reply.arguments == REVIEW and reply.mode == "tool_call" and reply.source == "text"
     assert calls[0]["tools"] and reply.error is None
 
 
 def test_review_in_json_text_mode(monkeypatch):
     calls = _responses(monkeypatch, ["Review:\n" + json.dumps({**REVIEW, "metric": "0.81 (accuracy)"})])
-    reply = client.complete_review(ENDPOINT, "PROMPT", REVIEW_TOOL, use_tools=False)
+    reply = review_completion.complete_review(ENDPOINT, "PROMPT", REVIEW_TOOL, use_tools=False)
     assert "tools" not in calls[0] and "tool_choice" not in calls[0]
     prompt = calls[0]["messages"][-1]["content"]
     assert prompt.startswith("PROMPT") and "Reply with ONLY a JSON object with these keys: \"is_bug\"" in prompt
@@ -311,29 +306,29 @@ def test_json_instruction_lists_every_key():
 
 
 def test_provider_rejecting_tools_falls_back_to_json_text(monkeypatch):
-    monkeypatch.setattr(client, "_TOOLS_REJECTED", set())
+    monkeypatch.setattr(review_completion, "_TOOLS_REJECTED", set())
     endpoint = ModelEndpoint(name="openai/local-model", api_key="x", api_base="http://127.0.0.1:9")
     rejection = client.litellm.BadRequestError(
         message='"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
         model="local-model", llm_provider="openai")
     calls = _responses(monkeypatch, [rejection, json.dumps(REVIEW)])
     assert supports_tool_calls(endpoint) is None, "litellm does not know the model: try tools first"
-    reply = client.complete_review(endpoint, "p", REVIEW_TOOL)
+    reply = review_completion.complete_review(endpoint, "p", REVIEW_TOOL)
     assert reply.arguments == REVIEW and reply.tools_rejected and reply.mode == "json_text"
     assert reply.usage.calls == 1 and "tools" in calls[0] and "tools" not in calls[1]
     assert "Reply with ONLY a JSON object" in calls[1]["messages"][-1]["content"]
     assert supports_tool_calls(endpoint) is False, "the process remembers the rejection"
     calls = _responses(monkeypatch, [json.dumps(REVIEW)])
-    assert client.complete_review(endpoint, "p", REVIEW_TOOL).mode == "json_text" and "tools" not in calls[0]
+    assert review_completion.complete_review(endpoint, "p", REVIEW_TOOL).mode == "json_text" and "tools" not in calls[0]
 
 
 def test_other_bad_requests_still_raise(monkeypatch):
-    monkeypatch.setattr(client, "_TOOLS_REJECTED", set())
+    monkeypatch.setattr(review_completion, "_TOOLS_REJECTED", set())
     error = client.litellm.BadRequestError(message="maximum context length is 8192 tokens", model="m",
                                            llm_provider="openai")
     _responses(monkeypatch, [error])
     with pytest.raises(client.litellm.BadRequestError, match="context length"):
-        client.complete_review(ENDPOINT, "p", REVIEW_TOOL)
+        review_completion.complete_review(ENDPOINT, "p", REVIEW_TOOL)
 
 
 def test_supports_tool_calls():

@@ -156,7 +156,8 @@ def breast_cancer(tmp_path_factory) -> Path:
 def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_path, breast_cancer):
     run_dir = tmp_path / "run"
     start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(breast_cancer),
-             "--max-steps", str(BUDGET), "--seed", "3", "--parallel-workers", "2", "--run-dir", str(run_dir)]
+             "--max-steps", str(BUDGET), "--seed", "3", "--parallel-workers", "2", "--run-dir", str(run_dir),
+             "--python", sys.executable]
     resume = ["resume", str(run_dir)]
     kills = [
         ("model", 7, start, None),    # during the 7th model call (two steps in flight)
@@ -240,7 +241,7 @@ def test_flow_resume_parameter_refuses_what_the_journal_fixes(prefect_server, tm
 def test_time_limit_continues_across_resumes(tmp_path, breast_cancer):
     """The run's age is saved with every node; a continued session's budget starts from it."""
     from swarm_evo.config import RunConfig
-    from swarm_evo.llm.client import endpoint_for
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import close_session, open_session
 
     config = RunConfig().with_overrides({"search.time_limit": 40.0})

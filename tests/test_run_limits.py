@@ -19,7 +19,10 @@ import pytest
 from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
 from swarm_evo.journal import Journal
 from swarm_evo.llm import client
+from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
+from swarm_evo.llm.errors import TRANSIENT_ERRORS, CostLimitReached, DeadlineReached, GenerationError, ModelAccessError
 from swarm_evo.llm.ledger import CallLedger, ledger_for
+from swarm_evo.llm.probe import probe_model
 from swarm_evo.node import LLMUsage
 from swarm_evo.review import decide_review
 from swarm_evo.sandbox import ExecutionResult
@@ -54,9 +57,9 @@ def test_ledger_counts_every_call_and_survives_a_half_written_line(tmp_path):
 
 def test_custom_pricing_reaches_the_ledger_to_the_cent(tmp_path):
     path = tmp_path / "calls.jsonl"
-    endpoint = client.ModelEndpoint(**OPENAI, input_cost_per_token=0.001, output_cost_per_token=0.002,
+    endpoint = ModelEndpoint(**OPENAI, input_cost_per_token=0.001, output_cost_per_token=0.002,
                                     ledger_path=str(path))
-    client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"}, mock_response="hello")
+    client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"}, mock_response="hello")
     totals = ledger_for(path).totals()
     expected = totals.prompt_tokens * 0.001 + totals.completion_tokens * 0.002
     assert totals.calls == 1 and totals.prompt_tokens > 0 and totals.completion_tokens > 0
@@ -65,10 +68,10 @@ def test_custom_pricing_reaches_the_ledger_to_the_cent(tmp_path):
 
 def test_a_failed_call_is_in_the_ledger(tmp_path):
     path = tmp_path / "calls.jsonl"
-    endpoint = client.ModelEndpoint(**OPENAI, num_retries=0, ledger_path=str(path))
+    endpoint = ModelEndpoint(**OPENAI, num_retries=0, ledger_path=str(path))
     error = litellm.BadRequestError(message="context window exceeded", model="gpt-4o-mini", llm_provider="openai")
     with pytest.raises(litellm.BadRequestError):
-        client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "debug"}, mock_response=error)
+        client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "debug"}, mock_response=error)
     totals = ledger_for(path).summary()
     assert totals.totals.failed_calls == 1 and totals.by_operation["debug"].calls == 1
 
@@ -77,9 +80,9 @@ def test_a_failed_call_is_in_the_ledger(tmp_path):
 def test_no_call_starts_after_the_deadline(monkeypatch):
     sent = []
     monkeypatch.setattr(litellm, "completion", lambda **kw: sent.append(kw))
-    endpoint = client.ModelEndpoint(**OPENAI, deadline=time.time() - 1)
-    with pytest.raises(client.DeadlineReached):
-        client._call(endpoint, [{"role": "user", "content": "hi"}], None)
+    endpoint = ModelEndpoint(**OPENAI, deadline=time.time() - 1)
+    with pytest.raises(DeadlineReached):
+        client.call_model(endpoint, [{"role": "user", "content": "hi"}], None)
     assert sent == []
 
 
@@ -91,11 +94,11 @@ def test_timeout_and_retries_are_cut_to_the_time_left(monkeypatch):
         return real(**kwargs, mock_response="ok")
 
     monkeypatch.setattr(litellm, "completion", spy)
-    endpoint = client.ModelEndpoint(**OPENAI, timeout=600, num_retries=3, deadline=time.time() + 25)
-    client._call(endpoint, [{"role": "user", "content": "hi"}], None)
+    endpoint = ModelEndpoint(**OPENAI, timeout=600, num_retries=3, deadline=time.time() + 25)
+    client.call_model(endpoint, [{"role": "user", "content": "hi"}], None)
     assert sent[0]["timeout"] <= 25 and sent[0]["num_retries"] == 0
-    roomy = client.ModelEndpoint(**OPENAI, timeout=10, num_retries=3, deadline=time.time() + 1000)
-    client._call(roomy, [{"role": "user", "content": "hi"}], None)
+    roomy = ModelEndpoint(**OPENAI, timeout=10, num_retries=3, deadline=time.time() + 1000)
+    client.call_model(roomy, [{"role": "user", "content": "hi"}], None)
     assert sent[1]["timeout"] == 10 and sent[1]["num_retries"] == 3  # (2·3+1)·10 s + 3 s fit in 1000 s
 
 
@@ -108,23 +111,23 @@ def test_no_call_starts_once_the_cost_limit_is_reached(monkeypatch, tmp_path):
 
     monkeypatch.setattr(litellm, "completion", spy)
     ledger_path = tmp_path / "llm_calls.jsonl"
-    endpoint = client.ModelEndpoint(**OPENAI, ledger_path=str(ledger_path), max_cost_usd=0.05,
+    endpoint = ModelEndpoint(**OPENAI, ledger_path=str(ledger_path), max_cost_usd=0.05,
                                     input_cost_per_token=1e-3, output_cost_per_token=1e-3)
-    client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"})
+    client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "draft"})
     ledger_for(ledger_path).record(role="code", operation="draft", model="m", ok=True, cost_usd=0.06)
-    with pytest.raises(client.CostLimitReached, match=r"max_cost_usd reached") as info:
-        client._call(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "review"})
+    with pytest.raises(CostLimitReached, match=r"max_cost_usd reached") as info:
+        client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "review"})
     assert len(sent) == 1, "the second call was not sent"
-    assert isinstance(info.value, client.DeadlineReached), "steps end as they do at the deadline"
+    assert isinstance(info.value, DeadlineReached), "steps end as they do at the deadline"
 
 
 def test_a_transient_error_near_the_deadline_is_not_retried():
-    endpoint = client.ModelEndpoint(**OPENAI, num_retries=0, deadline=time.time() + client.RETRY_HORIZON / 2)
+    endpoint = ModelEndpoint(**OPENAI, num_retries=0, deadline=time.time() + client.RETRY_HORIZON / 2)
     error = litellm.InternalServerError(message="busy", model="gpt-4o-mini", llm_provider="openai")
-    with pytest.raises(client.DeadlineReached) as info:
-        client._call(endpoint, [{"role": "user", "content": "hi"}], None, mock_response=error)
+    with pytest.raises(DeadlineReached) as info:
+        client.call_model(endpoint, [{"role": "user", "content": "hi"}], None, mock_response=error)
     assert isinstance(info.value.__cause__, litellm.InternalServerError)
-    assert not isinstance(info.value, client.TRANSIENT_ERRORS)
+    assert not isinstance(info.value, TRANSIENT_ERRORS)
 
 
 # ------------------------------------------------------------------ the preflight probe
@@ -139,15 +142,15 @@ def _closed_port() -> int:
 def test_probe_names_an_unreachable_endpoint_and_the_fix(name, suffix):
     base = f"http://127.0.0.1:{_closed_port()}{suffix}"
     started = time.perf_counter()
-    with pytest.raises(client.ModelAccessError) as info:
-        client.probe_model(client.ModelEndpoint(name=name, api_base=base, api_key="x", timeout=20))
+    with pytest.raises(ModelAccessError) as info:
+        probe_model(ModelEndpoint(name=name, api_base=base, api_key="x", timeout=20))
     message = str(info.value)
     assert base in message and name in message and "start the server or fix model.api_base" in message
     assert "\n" not in message and time.perf_counter() - started < 10
 
 
 def test_probe_of_the_offline_model_costs_nothing():
-    assert client.probe_model(client.ModelEndpoint()).usage.calls == 0
+    assert probe_model(ModelEndpoint()).usage.calls == 0
 
 
 # ------------------------------------------------------------------ strict reviewers
@@ -225,7 +228,8 @@ def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING")
     cmd = [sys.executable, "-m", "swarm_evo.cli", "run", "--competition-id", "sklearn-breast-cancer",
-           "--data-dir", str(data), "--max-steps", "20", "--seed", "1", "--run-dir", str(run_dir)]
+           "--data-dir", str(data), "--max-steps", "20", "--seed", "1", "--run-dir", str(run_dir),
+           "--python", sys.executable]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 300
@@ -257,7 +261,7 @@ def _session(tmp_path, **model):
     prepare_competition("sklearn-wine", None, tmp_path / "data")
     config = RunConfig().with_overrides({"search.max_steps": 50, **{f"model.{k}": v for k, v in model.items()}})
     return open_session(competition_id="sklearn-wine", data_dir=tmp_path / "data", run_dir=tmp_path / "run",
-                        config=config, endpoint=client.endpoint_for(config.model))
+                        config=config, endpoint=endpoint_for(config.model))
 
 
 def _failed_generation(session, error: Exception):
@@ -272,7 +276,7 @@ def test_a_model_failing_again_and_again_stops_the_run_as_a_failure(tmp_path):
     for _ in range(2):
         _failed_generation(session, litellm.InternalServerError(message="down", model="m", llm_provider="openai"))
     assert limits.check_limits(session) is None and not session.finished
-    _failed_generation(session, client.GenerationError("no usable program in 2 replies"))
+    _failed_generation(session, GenerationError("no usable program in 2 replies"))
     reason = limits.check_limits(session)
     assert session.finished and session.stop_is_failure
     assert "failed 3 times in a row" in reason and f"swarm-evo resume {session.run_dir}" in reason

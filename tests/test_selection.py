@@ -337,14 +337,14 @@ def test_plan_equal_to_an_existing_genome_is_swapped_away():
 
 def test_session_novelty_input_holds_every_genome_and_a_hopeless_merge_mutates(tmp_path, monkeypatch, data_dir):
     from swarm_evo.config import RunConfig
-    from swarm_evo.llm import client
+    from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.selection import genome_keys
     from swarm_evo.session import open_session
     from swarm_evo.step import operations
 
     config = RunConfig().with_overrides({"search.max_steps": 9})
     session = open_session(competition_id="spaceship-titanic", data_dir=data_dir, run_dir=tmp_path / "run",
-                           config=config, endpoint=client.endpoint_for(config.model))
+                           config=config, endpoint=endpoint_for(config.model))
     parent = make_node(0.9, code=program_full("p"))
     child = make_node(0.8, code=program_full("p", MODEL="model_q = build_model(seed=1234)\n"),
                       operation="mutate", phase=2, parent_id=parent.id)

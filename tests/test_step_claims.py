@@ -9,7 +9,7 @@ from prefect import flow
 
 import flows._step as step_module
 from swarm_evo.config import RunConfig
-from swarm_evo.llm import client
+from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.node import LLMUsage
 from swarm_evo.sandbox import SandboxError
 from swarm_evo.session import open_session
@@ -23,7 +23,7 @@ PLAN_KEY = ("gene-a", "gene-b", None, None, None, None, "gene-c")
 def session(tmp_path):
     config = RunConfig().with_overrides({"search.max_steps": 5})
     return open_session(problem="circle-packing", run_dir=tmp_path / "run", config=config,
-                        endpoint=client.endpoint_for(config.model))
+                        endpoint=endpoint_for(config.model))
 
 
 def _claiming_select(session, operation: str):

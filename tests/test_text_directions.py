@@ -9,7 +9,7 @@ import pytest
 from swarm_evo.competition.text_columns import free_text_columns, has_free_text
 from swarm_evo.config import RunConfig
 from swarm_evo.evolution_log import TEXT_ONLY_DIRECTIONS
-from swarm_evo.llm import client
+from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.session import open_session
 from swarm_evo.step import operations
 from factories import make_node
@@ -28,7 +28,7 @@ def test_free_text_columns_rule(tmp_path):
 def test_operation_prompts_offer_text_directions_only_for_text_data(data_dir, tmp_path, competition_id, text):
     config = RunConfig().with_overrides({"search.max_steps": 5})
     session = open_session(competition_id=competition_id, data_dir=data_dir, run_dir=tmp_path / "run",
-                           config=config, endpoint=client.endpoint_for(config.model))
+                           config=config, endpoint=endpoint_for(config.model))
     assert session.objective.has_text_data() is text
     session.journal.append(make_node(0.5, code="model = LogisticRegression()\n"))  # a log needs one node
     _, variables = operations.operation_context(session, 1, "draft")

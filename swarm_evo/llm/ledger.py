@@ -3,7 +3,7 @@
 Nodes carry the usage of the calls that made them, but some calls make no node (the
 preflight probe, agent evolutions, the auxiliary-metrics writer) and a call that fails
 (timeout, HTTP 500, refused key) returns no usage at all. The ledger sees every call, because
-:func:`swarm_evo.llm.client._call` appends one line per call, success or failure:
+:func:`swarm_evo.llm.client.call_model` appends one line per call, success or failure:
 
     {"at": 1732420000.1, "role": "code", "operation": "draft", "model": "openai/x",
      "ok": true, "error": null, "prompt_tokens": 812, "completion_tokens": 410,

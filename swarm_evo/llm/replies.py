@@ -1,4 +1,5 @@
-"""Reading model replies: the program in a code reply, the JSON object in a review (issue 13).
+"""Reading model replies: the program in a code reply (issue 13); the JSON object of a review
+is read by :mod:`swarm_evo.llm.json_reply`.
 
 Pure functions, no litellm calls (the calls are in :mod:`swarm_evo.llm.client`). Real models
 do not answer as tidily as the offline model: replies carry reasoning (``<think>...</think>``,
@@ -6,14 +7,12 @@ also an unclosed ``<think>`` or a lone ``</think>`` when the chat template opene
 several fenced blocks (```` ```python ````, ```` ```py ````, ```` ```python3 ````, bare
 ```` ``` ````, rarely ``~~~``), a snippet or a quoted faulty line before the full program, prose
 after it, and replies cut off at the output limit. The rules here read them the way a careful
-reader would (:func:`choose_program`, :func:`cut_off_reason`, :func:`read_code_reply`,
-:func:`json_object_in_text`). ``reasoning_content`` on a message is never read: callers pass
+reader would (:func:`choose_program`, :func:`cut_off_reason`, :func:`read_code_reply`). ``reasoning_content`` on a message is never read: callers pass
 only ``message.content``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
@@ -21,6 +20,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel
 
 from swarm_evo.genes import split_program
+
 
 PLAN_MAX_CHARS = 4000
 """The plan (text before the program) is cut to this many characters (head kept)."""
@@ -202,14 +202,14 @@ def choose_program(
 
     Returns None when no program is found. The plan is the text before the chosen block.
     """
-    for source in _sources(text):
+    for source in reply_sources(text):
         choice = _choose(source, loci, finish_reason)
         if choice is not None:
             return choice
     return None
 
 
-def _sources(text: str) -> list[str]:
+def reply_sources(text: str) -> list[str]:
     """The texts to read, in order: the reply without reasoning, then — only when a reasoning
     block was never closed — the reply from that block's start with only the tag removed (a
     server that never closes the block would otherwise hide the whole answer)."""
@@ -335,148 +335,6 @@ def read_code_reply(
 
 def extract_code(text: str, loci: Sequence[str] | None = None) -> tuple[str, str] | None:
     """``(plan, code)`` of a reply by :func:`choose_program`, or None when it holds no
-    program. Kept for callers of the first version (swarm_evo.llm.client re-exports it)."""
+    program."""
     choice = choose_program(text or "", loci)
     return None if choice is None else (choice.plan, choice.code)
-
-
-# --------------------------------------------------------------------------- JSON in text
-JSON_SCAN_CHARS = 100_000
-"""How much of a reply :func:`json_object_in_text` reads (a review is a few KB)."""
-
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-
-
-def _loads_object(text: str) -> dict | None:
-    for candidate in (text, _TRAILING_COMMA.sub(r"\1", text)):
-        try:
-            value = json.loads(candidate)
-        except (json.JSONDecodeError, ValueError, RecursionError):
-            continue
-        return value if isinstance(value, dict) else None
-    return None
-
-
-def _objects_in(text: str, nested: bool = True) -> list[dict]:
-    """Every top-level JSON object found by scanning ``text`` for ``{`` (raw_decode), each
-    followed by the objects nested in it when ``nested``."""
-    decoder = json.JSONDecoder()
-    found: list[dict] = []
-    i = text.find("{")
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, ValueError, RecursionError):
-            value, end = None, -1
-            brace = _matching_brace(text, i)
-            if brace != -1:
-                value = _loads_object(text[i: brace + 1])
-                end = brace + 1 if value is not None else -1
-        if isinstance(value, dict):
-            found.append(value)
-            if nested:
-                found.extend(_nested_objects(value))
-            i = text.find("{", end)
-        else:
-            i = text.find("{", i + 1)
-    return found
-
-
-def _nested_objects(value: Any, depth: int = 0) -> list[dict]:
-    """Objects nested in a decoded object (``{"review": {...}}``, ``{"name": ..., "arguments":
-    "{...}"}`` as a model imitating a tool call writes it), depth first, to three levels."""
-    found: list[dict] = []
-    if depth >= 3 or not isinstance(value, dict):
-        return found
-    for item in value.values():
-        if isinstance(item, str) and item.strip().startswith("{"):
-            item = _loads_object(item.strip())
-        if isinstance(item, dict):
-            found.append(item)
-            found.extend(_nested_objects(item, depth + 1))
-    return found
-
-
-def _matching_brace(text: str, start: int) -> int:
-    depth, in_string, escaped = 0, False, False
-    for j in range(start, len(text)):
-        ch = text[j]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
-def json_object_in_text(text: str | None, keys: Sequence[str] | None = None) -> dict | None:
-    """The JSON object a reply holds in its text, or None.
-
-    Reasoning is removed first (:func:`strip_reasoning`). The object is looked for in fenced
-    blocks (```` ```json ```` or any language) and anywhere in the text (bare JSON, prose
-    before or after it); a trailing comma before ``}``/``]`` is tolerated. With ``keys``, only
-    objects holding at least one of them count, nested ones too (``{"review": {...}}``, or a
-    tool call imitated in text), and the one with the most wins (ties: the later one, a
-    corrected object after a first try); without ``keys``, the whole text when it is one
-    object, else the last top-level object. Only objects count (a list is not a review). At
-    most :data:`JSON_SCAN_CHARS` of the text are read.
-    """
-    text = (text or "")[:JSON_SCAN_CHARS]
-    wanted = set(keys or ())
-    for source in _sources(text):
-        if wanted:
-            candidates: list[dict] = []
-            for block in fenced_blocks(source):
-                value = _loads_object(block.body.strip())
-                if value is not None:
-                    candidates += [value, *_nested_objects(value)]
-            candidates = [c for c in candidates + _objects_in(source) if wanted & set(c)]
-            if candidates:
-                return max(enumerate(candidates), key=lambda c: (len(wanted & set(c[1])), c[0]))[1]
-            continue
-        whole = _loads_object(source.strip())
-        if whole is not None:
-            return whole
-        top = [b for b in (_loads_object(b.body.strip()) for b in fenced_blocks(source)) if b is not None]
-        top = top or _top_objects(source)
-        if top:
-            return top[-1]
-    return None
-
-
-def _top_objects(text: str) -> list[dict]:
-    """The top-level objects of :func:`_objects_in` (nested ones left out)."""
-    return _objects_in(text, nested=False)
-
-
-def json_instruction(tool: dict) -> str:
-    """The instruction that asks for a tool's arguments as a JSON object in the reply text
-    (reviews from models without tool calls; issue 13, item 3), built from the OpenAI tool
-    schema ``tool["function"]["parameters"]``: one line per key with its type, whether it is
-    required and its description."""
-    function = tool.get("function", tool)
-    params = function.get("parameters") or {}
-    required = set(params.get("required") or ())
-    lines = []
-    for name, spec in (params.get("properties") or {}).items():
-        kind = spec.get("type", "any")
-        kind = " or ".join(kind) if isinstance(kind, list) else str(kind)
-        need = "required" if name in required else "optional"
-        desc = " ".join(str(spec.get("description", "")).split())
-        lines.append(f'- "{name}" ({kind}, {need}){": " + desc if desc else ""}')
-    keys = ", ".join(f'"{k}"' for k in (params.get("properties") or {}))
-    return (
-        f"\n\nReply with ONLY a JSON object with these keys: {keys} (the arguments of "
-        f"`{function.get('name', 'the function')}`; no other text, no code fence needed):\n"
-        + "\n".join(lines)
-    )

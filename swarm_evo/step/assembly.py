@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from swarm_evo.debug_chain import ChainOutcome, recorded_output
 from swarm_evo.genes import parse_genes
-from swarm_evo.llm.client import TRANSIENT_ERRORS
+from swarm_evo.llm.errors import TRANSIENT_ERRORS
 from swarm_evo.node import LLMUsage, Node
 from swarm_evo.review import ReviewOutcome
 from swarm_evo.session import RunSession

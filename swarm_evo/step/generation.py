@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swarm_evo.journal import atomic_write_text
-from swarm_evo.llm.client import GenerationError, complete_code
+from swarm_evo.llm.client import complete_code
+from swarm_evo.llm.errors import GenerationError
 from swarm_evo.model_context import exec_timeout, memory_limit_text, offline_context, prompt_context
 from swarm_evo.node import LLMUsage
 from swarm_evo.prompts import render
@@ -147,4 +148,3 @@ def debug_prompt(
     ctx = offline_context(session, "debug", call_key)
     ctx.update(code=code, term_out=term_out, exc_type=exc_type, attempt=attempt, exec_timeout=exec_timeout(session))
     return prompt, ctx
-

@@ -228,4 +228,3 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
         agent_id=agent_id,
         metadata={"gene_sources": plan.sources(), "gene_plan": plan.metadata(), "merge_warnings": warnings},
     )
-

@@ -25,7 +25,6 @@ class OperationRequest(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-
 def release_request(session: RunSession, request: OperationRequest) -> None:
     """Forget a merge's in-flight plan, or a greedy debug's claim on its leaf, once its node
     is in the journal (or abandoned)."""

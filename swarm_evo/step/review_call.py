@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from swarm_evo.debug_chain import Attempt
-from swarm_evo.llm.client import complete_review
+from swarm_evo.llm.review_completion import complete_review
 from swarm_evo.model_context import offline_context, prompt_context
 from swarm_evo.node import LLMUsage
 from swarm_evo.prompts import render

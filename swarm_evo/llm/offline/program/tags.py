@@ -11,7 +11,7 @@ from .params import baseline_values, find_params
 from .problem import problem_loci
 
 APPROACH_TAG_MAX = 200
-"""Approach tags are clipped to this many characters (swarm_evo.review.APPROACH_TAG_MAX)."""
+"""Approach tags are clipped to this many characters (swarm_evo.approach_tag.APPROACH_TAG_MAX)."""
 
 
 def approach_tag(code: str, ctx: dict) -> str:
