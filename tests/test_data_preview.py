@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from conftest import SHARED_DATA as DATA
 
-import swarm_evo.data_preview as dp
-from swarm_evo.data_preview import TOTENSOR_WARNING, preview_data
+import swarm_evo.data_preview_tables as dp_tables
+from swarm_evo.data_preview import preview_data
+from swarm_evo.data_preview_images import TOTENSOR_WARNING
 
 
 def write_png(path: Path, arr: np.ndarray) -> None:
@@ -76,8 +77,8 @@ def test_classification_target_from_sample_submission(tmp_path):
 
 
 def test_large_csv_is_sampled(tmp_path, monkeypatch):
-    monkeypatch.setattr(dp, "FULL_READ_BYTES", 1000)
-    monkeypatch.setattr(dp, "SAMPLE_ROWS", 50)
+    monkeypatch.setattr(dp_tables, "FULL_READ_BYTES", 1000)
+    monkeypatch.setattr(dp_tables, "SAMPLE_ROWS", 50)
     pd.DataFrame({"id": range(500), "y": np.arange(500) % 3}).to_csv(tmp_path / "train.csv", index=False)
     text = preview_data(tmp_path)
     assert "500 rows × 2 columns (statistics from the first 50 rows)" in text

@@ -26,7 +26,8 @@ from sklearn.model_selection import train_test_split
 from swarm_evo.cli import main
 from swarm_evo.competition import CompetitionError, grade_submission, load_competition, prepare_competition
 from swarm_evo.competition.prepare import image_pixels
-from swarm_evo.data_preview import TOTENSOR_WARNING, preview_data
+from swarm_evo.data_preview import preview_data
+from swarm_evo.data_preview_images import TOTENSOR_WARNING
 from swarm_evo.llm.offline import data_gene, programs
 from swarm_evo.llm.offline.dataset import infer_dataset
 
