@@ -20,7 +20,7 @@ from prefect.artifacts import (
 )
 from pydantic import BaseModel
 
-from swarm_evo import charts, run_report
+from swarm_evo import charts, evolution_tree, run_report
 from swarm_evo import report as views
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
@@ -88,7 +88,7 @@ def write_run_pictures(run_dir: str) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name, draw, file in (
         ("chart", charts.best_fitness_chart, charts.CHART_FILE),
-        ("tree", charts.evolution_tree_html, charts.TREE_FILE),
+        ("tree", evolution_tree.evolution_tree_html, evolution_tree.TREE_FILE),
     ):
         try:
             out[name] = draw(session.journal, session.run_dir / file)
@@ -120,7 +120,7 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     atomic_write_text(session.run_dir / "report.md", markdown)
     preview = None
     if tree is not None:
-        svg = charts.evolution_tree_svg(session.journal)
+        svg = evolution_tree.evolution_tree_svg(session.journal)
         preview = charts.svg_data_uri(svg) if len(svg) <= MAX_TREE_PREVIEW else None
     create_markdown_artifact(
         markdown=views.final_report_markdown(

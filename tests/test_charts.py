@@ -1,4 +1,4 @@
-"""The run pictures (swarm_evo/charts.py) and how the final report publishes them (issue 6):
+"""The run pictures (swarm_evo/charts.py, swarm_evo/evolution_tree.py) and how the final report publishes them (issue 6):
 the best-fitness chart is a real PNG of the stated size, the evolution tree is one
 self-contained HTML file with every node and the merge edges, and ``publish_final_report``
 writes both files and puts the chart and a tree preview inline in the report artifact."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from factories import make_node
 
-from swarm_evo import charts
+from swarm_evo import charts, evolution_tree
 from swarm_evo.journal import Journal
 from swarm_evo.report import final_report_markdown, run_summary
 
@@ -83,7 +83,7 @@ def test_best_so_far_is_none_before_the_first_valid_node():
 # ---------------------------------------------------------------------------- tree
 def test_tree_html_is_self_contained_with_every_node(tmp_path):
     j = evolved_journal()
-    path = charts.evolution_tree_html(j, tmp_path / charts.TREE_FILE)
+    path = evolution_tree.evolution_tree_html(j, tmp_path / evolution_tree.TREE_FILE)
     text = path.read_text(encoding="utf-8")
     for node in j.nodes:
         assert node.id in text
@@ -95,7 +95,7 @@ def test_tree_html_is_self_contained_with_every_node(tmp_path):
 
 def test_tree_colours_status_and_draws_merge_edges(tmp_path):
     j = evolved_journal()
-    text = charts.evolution_tree_html(j, tmp_path / "tree.html").read_text(encoding="utf-8")
+    text = evolution_tree.evolution_tree_html(j, tmp_path / "tree.html").read_text(encoding="utf-8")
     nodes = j.nodes
     d1, d2, dead, m1, buggy, merge = nodes
     assert re.search(rf'class="node best" data-id="{m1.id}"', text)
@@ -113,17 +113,17 @@ def test_tree_colours_status_and_draws_merge_edges(tmp_path):
 
 def test_tree_svg_is_well_formed_and_standalone():
     j = evolved_journal()
-    root = ET.fromstring(charts.evolution_tree_svg(j))
+    root = ET.fromstring(evolution_tree.evolution_tree_svg(j))
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
     assert any("step 6 · merge · phase 2" in t and "metric 0.83" in t for t in titles), "tooltip per node"
-    inline = charts.evolution_tree_svg(j, standalone=False)
+    inline = evolution_tree.evolution_tree_svg(j, standalone=False)
     assert "xmlns" not in inline and ET.fromstring(inline).tag == "svg"
 
 
 def test_tree_layout_places_children_below_parents_without_overlap():
     j = evolved_journal()
-    pos = charts.tree_layout(j)
+    pos = evolution_tree.tree_layout(j)
     assert set(pos) == {n.id for n in j.nodes}
     assert len(set(pos.values())) == len(pos), "no two nodes on the same spot"
     for n in j.nodes:
@@ -136,9 +136,9 @@ def test_long_mutation_chain_does_not_recurse(tmp_path):
     parent = j.append(make_node(metric=0.1))
     for i in range(1500):
         parent = j.append(make_node(metric=0.1 + i * 1e-4, operation="mutate", phase=2, parent_id=parent.id))
-    pos = charts.tree_layout(j)
+    pos = evolution_tree.tree_layout(j)
     assert len(pos) == 1501
-    assert charts.evolution_tree_html(j, tmp_path / "chain.html").stat().st_size > 0
+    assert evolution_tree.evolution_tree_html(j, tmp_path / "chain.html").stat().st_size > 0
 
 
 # ---------------------------------------------------------------------------- report
@@ -149,14 +149,14 @@ def test_report_markdown_embeds_chart_and_tree(tmp_path):
     inline = final_report_markdown(
         summary,
         chart=charts.png_data_uri(chart),
-        tree_image=charts.svg_data_uri(charts.evolution_tree_svg(j)),
-        tree_link=str(tmp_path / charts.TREE_FILE),
+        tree_image=charts.svg_data_uri(evolution_tree.evolution_tree_svg(j)),
+        tree_link=str(tmp_path / evolution_tree.TREE_FILE),
     )
     assert re.search(r"!\[[^\]]*\]\(data:image/png;base64,[A-Za-z0-9+/=]+\)", inline)
     assert re.search(r"!\[[^\]]*\]\(data:image/svg\+xml;base64,[A-Za-z0-9+/=]+\)", inline)
-    assert f"`{tmp_path / charts.TREE_FILE}`" in inline
-    relative = final_report_markdown(summary, chart=charts.CHART_FILE, tree_link=charts.TREE_FILE)
-    assert f"]({charts.CHART_FILE})" in relative and f"]({charts.TREE_FILE})" in relative
+    assert f"`{tmp_path / evolution_tree.TREE_FILE}`" in inline
+    relative = final_report_markdown(summary, chart=charts.CHART_FILE, tree_link=evolution_tree.TREE_FILE)
+    assert f"]({charts.CHART_FILE})" in relative and f"]({evolution_tree.TREE_FILE})" in relative
     assert "Best validation metric" not in final_report_markdown(summary)
 
 
@@ -193,7 +193,7 @@ def test_publish_final_report_writes_and_publishes_pictures(prefect_server, tmp_
         close_session(session.run_dir)
     assert summary["nodes"] == 6
     assert png_size(session.run_dir / charts.CHART_FILE) == charts.CHART_SIZE
-    tree = session.run_dir / charts.TREE_FILE
+    tree = session.run_dir / evolution_tree.TREE_FILE
     assert all(n.id in tree.read_text() for n in session.journal.nodes)
     report_md = (session.run_dir / "report.md").read_text()
     assert f"]({charts.CHART_FILE})" in report_md and "base64" not in report_md
