@@ -191,7 +191,7 @@ def test_a_file_past_the_size_limit_is_a_disk_limit_error(tmp_path: Path, exit_c
 
 
 def test_container_init_is_killed_from_the_host_only_when_it_is_the_container(docker_client):
-    from swarm_evo.sandbox.docker_sandbox import _ContainerInit
+    from swarm_evo.sandbox.docker_streams import ContainerInit
 
     class Impostor:  # a daemon in another PID namespace: its PID is some other process here
         id = "0" * 64
@@ -200,7 +200,7 @@ def test_container_init_is_killed_from_the_host_only_when_it_is_the_container(do
         def reload(self):
             pass
 
-    init = _ContainerInit()
+    init = ContainerInit()
     init.open(Impostor())
     assert not init.kill()  # never signalled: our cgroup does not name the container
     init.close()

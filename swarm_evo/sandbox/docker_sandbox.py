@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import threading
 import time
 from contextlib import closing, suppress
 from pathlib import Path
@@ -52,8 +50,11 @@ from swarm_evo.sandbox.base import (
     default_memory_limit_mb,
     host_memory_mb,
 )
+from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
+from swarm_evo.sandbox.docker_streams import ContainerInit, attach_streams, logs_capture
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import result_from_captures
+from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
 from swarm_evo.sandbox.output import OutputCapture
 from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
@@ -61,8 +62,7 @@ from swarm_evo.sandbox.workdir import (
     remove_escaping_links,
     take_back_workdir,
 )
-from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
-from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
+
 
 DEFAULT_IMAGE = "swarm-evo-sandbox:latest"
 """Built by ``bash deployments/build-sandbox-image-offline.sh`` (or deployments/sandbox.Dockerfile)."""
@@ -288,9 +288,9 @@ class DockerSandbox:
 
         timed_out = False
         out, err = OutputCapture(self.max_log_bytes), OutputCapture(self.max_log_bytes)
-        reader = _attach(container, out, err)
+        reader = attach_streams(container, out, err)
 
-        init = _ContainerInit()
+        init = ContainerInit()
 
         def stop_at_disk_limit() -> None:
             # SIGKILL from this host first (immediate), then the daemon's kill (~0.1 s, any host)
@@ -338,7 +338,7 @@ class DockerSandbox:
         if reader is not None:
             reader.join(timeout=30)
         if reader is None or reader.is_alive() or getattr(reader, "failed", False):
-            out, err = _logs_capture(container, self.max_log_bytes)
+            out, err = logs_capture(container, self.max_log_bytes)
         result = result_from_captures(
             workdir,
             out,
@@ -352,98 +352,6 @@ class DockerSandbox:
             owner=owner,
         )
         return classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=start + float(timeout))
-
-
-class _ContainerInit:
-    """The running container's init seen from this host, to SIGKILL it without the daemon.
-
-    ``docker kill`` is a round trip through the daemon, containerd and runc (~0.1 s measured;
-    the container inspection alone 1-12 ms under load), during which a program writing to the
-    page cache at GB/s adds hundreds of MB. The init is PID 1 of the container's PID namespace:
-    when it dies the kernel kills every process of the container. The PID the daemon reports is
-    used only when ``/proc/PID/cgroup`` names the container (a daemon in another PID namespace,
-    e.g. in a VM or on a remote host, reports PIDs of its own), through a pidfd opened before
-    that check, so a reused PID is never hit. Thread-safe (the watcher kills, the run opens).
-    """
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-        self._lock = threading.Lock()
-
-    def open(self, container) -> None:
-        """Inspect the (started) container and keep a pidfd of its init; quietly nothing if unseen."""
-        with self._lock:
-            if self._fd is not None:
-                return
-            fd = None
-            try:
-                container.reload()
-                pid = int(container.attrs.get("State", {}).get("Pid") or 0)
-                if pid <= 0:
-                    return
-                fd = os.pidfd_open(pid)
-                with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
-                    if container.id in fh.read():
-                        self._fd, fd = fd, None
-            except Exception:  # noqa: BLE001 - no answer, no such process, not ours: the daemon kills
-                pass
-            finally:
-                if fd is not None:
-                    os.close(fd)
-
-    def kill(self) -> bool:
-        """SIGKILL the init if it was seen; whether the signal was sent."""
-        with self._lock:
-            if self._fd is None:
-                return False
-            try:
-                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
-                return True
-            except OSError:  # already gone
-                return False
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-
-
-def _attach(container, out: OutputCapture, err: OutputCapture) -> threading.Thread | None:
-    """Attach to the (created, not started) container; a thread feeds its stdout/stderr frames
-    into ``out``/``err`` until the container stops. None when attaching fails (the caller then
-    reads the capped json-file logs); the thread's ``failed`` is set if the stream broke."""
-    try:
-        stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
-    except Exception:  # noqa: BLE001 - any failure falls back to the logs
-        return None
-
-    def run() -> None:
-        try:
-            for chunk_out, chunk_err in stream:
-                if chunk_out:
-                    out.feed(chunk_out)
-                if chunk_err:
-                    err.feed(chunk_err)
-        except Exception:  # noqa: BLE001
-            thread.failed = True
-        finally:
-            with suppress(Exception):
-                stream.close()
-
-    thread = threading.Thread(target=run, name="docker-attach", daemon=True)
-    thread.failed = False
-    thread.start()
-    return thread
-
-
-def _logs_capture(container, max_bytes: int) -> tuple[OutputCapture, OutputCapture]:
-    """The container's (capped) json-file logs as captures: the fallback of :func:`_attach`."""
-    out, err = OutputCapture(max_bytes), OutputCapture(max_bytes)
-    for capture, streams in ((out, dict(stdout=True, stderr=False)), (err, dict(stdout=False, stderr=True))):
-        for chunk in container.logs(stream=True, **streams):
-            capture.feed(chunk)
-    return out, err
 
 
 def remove_stray_containers(under: Path, client=None) -> list[str]:
