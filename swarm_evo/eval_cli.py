@@ -171,7 +171,7 @@ def _job_parameters(args, *, inline: bool) -> dict:
 
 
 def _need_server() -> int | None:
-    from flows.evaluate_program import api_url
+    from flows.evaluation_jobs import api_url
 
     if not api_url():
         return _fail("no Prefect server: set PREFECT_API_URL to the /api URL of the server where "
@@ -183,7 +183,7 @@ def _submit(args) -> int:
     bad = _check_inputs(args) or _need_server()
     if bad is not None:
         return bad
-    from flows.evaluate_program import submit_evaluation
+    from flows.evaluation_jobs import submit_evaluation
 
     print(submit_evaluation(_job_parameters(args, inline=True), deployment=args.deployment))
     return 0
@@ -193,7 +193,7 @@ def _status(args) -> int:
     bad = _need_server()
     if bad is not None:
         return bad
-    from flows.evaluate_program import evaluation_status
+    from flows.evaluation_jobs import evaluation_status
 
     _print_json(evaluation_status(args.job_id))
     return 0
@@ -203,7 +203,7 @@ def _result(args) -> int:
     bad = _need_server()
     if bad is not None:
         return bad
-    from flows.evaluate_program import (
+    from flows.evaluation_jobs import (
         JobFailedError,
         JobNotFinishedError,
         evaluation_result,
@@ -231,11 +231,7 @@ def _run_in_process(args) -> dict:
 
 
 def _run_on_deployment(args) -> dict:
-    from flows.evaluate_program import (
-        evaluation_result,
-        submit_evaluation,
-        wait_for_evaluation,
-    )
+    from flows.evaluation_jobs import evaluation_result, submit_evaluation, wait_for_evaluation
 
     job_id = submit_evaluation(_job_parameters(args, inline=True), deployment=args.deployment)
     print(f"job {job_id} submitted to {args.deployment}", file=sys.stderr)
@@ -254,7 +250,7 @@ def _run(args) -> int:
     bad = _check_inputs(args) or (_need_server() if args.deployment else None)
     if bad is not None:
         return bad
-    from flows.evaluate_program import JobFailedError
+    from flows.evaluation_jobs import JobFailedError
     from swarm_evo.evaluation import EvaluatorError
 
     try:
@@ -281,7 +277,7 @@ def _is_bad_input(exc: BaseException) -> bool:
 
     (Imported only when an error happens, so ``submit`` stays fast.)
     """
-    from flows.evaluate_program import JobServiceError
+    from flows.evaluation_jobs import JobServiceError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError
     from swarm_evo.sandbox import SandboxUnavailableError

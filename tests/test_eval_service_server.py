@@ -119,7 +119,7 @@ def _wait_finished(api: str, job: str, timeout: float) -> list[str]:
     Prefect import each) until it is completed or failed; the statuses seen."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.evaluate_program import evaluation_status
+    from flows.evaluation_jobs import evaluation_status
 
     seen: list[str] = []
     deadline = time.monotonic() + timeout

@@ -17,14 +17,14 @@ from types import SimpleNamespace
 import pytest
 from prefect.client.schemas.objects import StateType
 
-from flows.evaluate_program import (
+from flows.evaluate_program import evaluate_program
+from flows.evaluation_jobs import (
     JobFailedError,
     JobNotFinishedError,
     JobNotFoundError,
     JobServiceError,
     _api_error,
     _status_of,
-    evaluate_program,
     evaluation_result,
     evaluation_status,
     wait_for_evaluation,
@@ -229,7 +229,7 @@ def test_cli_eval_run_errors(prefect_server, tmp_path, capsys):
 def test_cli_eval_run_on_a_deployment_writes_the_files_here(prefect_server, tmp_path, capsys, monkeypatch):
     """`eval run --deployment`: submit the code, wait, fetch the result; when the job ran on
     another machine (no metrics.json here) the files are written from the fetched result."""
-    import flows.evaluate_program as service
+    import flows.evaluation_jobs as service
 
     sent = {}
     result = {"combined_score": 0.5, "correct": True, "error": None, "public_metrics": {"closeness": 0.5},
