@@ -24,6 +24,7 @@ MAX_WALK_FILES = 200_000
 
 
 def human_size(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 MB``."""
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(n) < 1024 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -32,6 +33,7 @@ def human_size(n: float) -> str:
 
 
 def rel_path(root: Path, path: Path) -> str:
+    """``path`` relative to ``root`` (POSIX), or as given when it lies outside."""
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
@@ -39,12 +41,14 @@ def rel_path(root: Path, path: Path) -> str:
 
 
 def fmt_cell(value: object, width: int = CELL_CHARS) -> str:
+    """A table cell on one line, cut to ``width`` characters."""
     text = "" if value is None else str(value)
     text = text.replace("\n", "\\n").replace("\r", "")
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def fmt_num(x: float) -> str:
+    """A number in 4 significant digits (integers whole; ``nan`` for missing)."""
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "nan"
     x = float(x)
@@ -54,10 +58,12 @@ def fmt_num(x: float) -> str:
 
 
 def fmt_pct(x: float) -> str:
+    """A share as a whole percentage (``<1%`` for small non-zero shares)."""
     return "<1%" if 0 < x < 0.01 else f"{x:.0%}"
 
 
 def file_size(path: Path) -> int:
+    """Size of a file in bytes, 0 when it cannot be read."""
     try:
         return path.stat().st_size
     except OSError:

@@ -21,6 +21,7 @@ from swarm_evo.data_preview_format import (
 
 
 def table_order(path: Path) -> tuple[int, str]:
+    """Sort key of CSV files: train, test, sample submission, then the rest."""
     name = path.name.lower()
     rank = 0 if "train" in name else 1 if "test" in name else 2 if "sample" in name else 3
     return rank, path.as_posix()
