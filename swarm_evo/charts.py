@@ -6,6 +6,7 @@ of a run and publishes them (the chart inside the final report, the tree from an
 
 - :func:`best_fitness_chart` draws, with matplotlib's Agg backend (no display needed), the best
   validation metric so far over the steps, every valid node's metric as a point (by operation),
+  each new best ringed in its operation's colour (which operation produced it: issue 17),
   buggy and dead nodes as marks along the bottom, and the Phase 1 / Phase 2 boundary.
 """
 
@@ -16,6 +17,7 @@ import math
 from pathlib import Path
 
 from swarm_evo.journal import Journal
+from swarm_evo.operation_stats import new_best_nodes
 from swarm_evo.report import node_status
 
 
@@ -77,8 +79,10 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
 
     The y axis is the validation metric in its own direction (the label says whether lower or
     higher is better); the line is the best valid metric so far, the points are the valid nodes
-    (marker and colour by operation; the best node is a star), buggy and dead nodes are marks
-    along the bottom, and a dashed line marks where Phase 2 starts.
+    (marker and colour by operation; the best node is a star), every node that raised the best
+    so far (:func:`swarm_evo.operation_stats.new_best_nodes`) carries a large ring in its
+    operation's colour and its operation's initial above it (legend "new best by <op>"),
+    buggy and dead nodes are marks along the bottom, and a dashed line marks where Phase 2 starts.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -106,6 +110,15 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
         if pts:
             ax.scatter(*zip(*pts), marker=OPERATION_MARKERS.get(op, "v"), s=30,
                        color=OPERATION_COLOURS.get(op, "#6d4c41"), alpha=0.85, label=f"valid {op}", zorder=4)
+    improvers = new_best_nodes(journal)
+    for op in operations:
+        pts = [(n.step, n.metric_value) for n in improvers if n.operation == op]
+        if pts:
+            ax.scatter(*zip(*pts), marker="o", s=170, facecolors="none", linewidths=2.2,
+                       edgecolors=OPERATION_COLOURS.get(op, "#6d4c41"), label=f"new best by {op}", zorder=4)
+    for n in improvers:
+        ax.annotate(n.operation[:2], (n.step, n.metric_value), textcoords="offset points", xytext=(0, 9),
+                    ha="center", fontsize=7, color=OPERATION_COLOURS.get(n.operation, "#6d4c41"), zorder=6)
     invalid = [(n.step, n.metric_value) for n in nodes
                if n.metric_value is not None and not n.is_buggy and not n.dead and not journal.is_valid(n)]
     if invalid:

@@ -175,6 +175,10 @@ def _print_summary(summary: dict) -> int:
           f"valid: {summary['valid']}, dead: {summary['dead']}")
     best = summary.get("best_node") or {}
     print(f"best validation metric: {best.get('metric')}")
+    if summary.get("improvements"):
+        from swarm_evo.operation_stats import improvement_line
+
+        print(improvement_line(summary["improvements"], summary.get("best_lineage")))
     if summary.get("problem_report") is not None:
         report = summary["problem_report"]
         if report.get("instance"):

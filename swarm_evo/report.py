@@ -16,6 +16,7 @@ from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import Journal
 from swarm_evo.llm.ledger import LLMTotals
 from swarm_evo.node import Node
+from swarm_evo.operation_stats import best_lineage, improvements_by_operation, lineage_text
 
 
 def node_status(node: Node, best: Node | None) -> str:
@@ -76,8 +77,10 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
     ``grade_report`` (a competition's CompetitionReport) or ``problem_report`` (a problem's
     ProblemReport; the other one is None), ``hand_in`` (``{node_id, step, reason}``: which
     node's submission the run hands in and why, :meth:`Journal.submission_candidate`),
-    ``llm`` (the ledger's totals, :meth:`swarm_evo.llm.ledger.LedgerSummary.report`) and
-    ``stop_reason`` (why the run stopped early, else None)."""
+    ``llm`` (the ledger's totals, :meth:`swarm_evo.llm.ledger.LedgerSummary.report`),
+    ``stop_reason`` (why the run stopped early, else None), ``improvements`` (per operation,
+    :func:`swarm_evo.operation_stats.improvements_by_operation`) and ``best_lineage``
+    (:func:`swarm_evo.operation_stats.best_lineage`)."""
     nodes = journal.nodes
     best = journal.best_node()
     chosen, why = journal.submission_candidate()
@@ -114,7 +117,37 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
                     "reason": why},
         "llm": llm,
         "stop_reason": stop_reason,
+        "improvements": improvements_by_operation(journal),
+        "best_lineage": best_lineage(journal),
     }
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    """A rate or gain for the report's tables: 4 significant digits, ``—`` for None."""
+    if value is None:
+        return "—"
+    return f"{value:+.4g}" if signed else f"{value:.4g}"
+
+
+def improvement_lines(summary: dict[str, Any]) -> list[str]:
+    """The final report's "Where improvements come from" section (Markdown lines): one table
+    row per operation (children, valid, compared with a parent, improved, improvement rate,
+    mean gain over the parent, new bests) and the best node's lineage; [] for a summary
+    without ``improvements``."""
+    improvements = summary.get("improvements")
+    if not improvements:
+        return []
+    lines = ["", "## Where improvements come from", "",
+             "A valid child *improved* when its validation metric beats its parent's (a merge: the best "
+             "of its gene sources; drafts have no parent; a child of a buggy parent is not compared). "
+             "Gains are in the metric's units, positive = better whatever its direction.", "",
+             "| operation | children | valid | compared | improved | improvement rate | mean gain | new bests |",
+             "|---|---|---|---|---|---|---|---|"]
+    for op, s in improvements.items():
+        lines.append(f"| {op} | {s['children']} | {s['valid']} | {s['compared']} | {s['improved']} | "
+                     f"{_num(s['improvement_rate'])} | {_num(s['mean_gain'], signed=True)} | {s['new_best']} |")
+    lines += ["", f"**Best lineage:** {lineage_text(summary.get('best_lineage'))}"]
+    return lines
 
 
 def final_report_markdown(
@@ -168,6 +201,7 @@ def final_report_markdown(
     ]
     for op, row in summary["operations"].items():
         lines.append(f"| {op} | {row['count']} | {row['valid']} | {row['dead']} | {row['debugged']} |")
+    lines += improvement_lines(summary)
     split = summary["seconds_per_node"]
     lines += [
         "",

@@ -1,4 +1,5 @@
-"""Run report: per-operation outcome rates, steps per agent and Phase 2 start (SPEC §6, §9, §12).
+"""Run report: per-operation outcome and improvement rates, the best node's lineage, steps per
+agent and Phase 2 start (SPEC §6, §9, §12; issue 17 item 2).
 
 A view of the journal (SPEC §5: artifacts are views, the journal is the store), computed
 without Prefect so the flows, the CLI and tests share it. Every rate below is a share in
@@ -19,6 +20,7 @@ from typing import Any
 
 from swarm_evo.journal import Journal, atomic_write_text
 from swarm_evo.node import Node
+from swarm_evo.operation_stats import BASIS, best_lineage, improvement_stats
 
 OPERATIONS = ("draft", "merge", "mutate")
 """The three operations (SPEC §6); every report lists all three, used or not."""
@@ -182,9 +184,16 @@ def build_run_report(
     * ``best`` — the journal's best node (:meth:`Journal.best_node`) as
       ``{node_id, step, operation, agent_id, metric}`` (metric = plain ``metric_value``), or
       None without a valid node.
-    * ``operations`` — ``{draft|merge|mutate: operation_stats(...)}``; all three keys always
-      present (count 0 and None rates for an unused operation); then ``debug`` when the
-      journal has debug nodes (:data:`EXTRA_OPERATIONS`).
+    * ``operations`` — ``{draft|merge|mutate: operation_stats(...) | improvement_stats(...)}``;
+      all three keys always present (count 0 and None rates for an unused operation); then
+      ``debug`` when the journal has debug nodes (:data:`EXTRA_OPERATIONS`). The improvement
+      keys (:func:`swarm_evo.operation_stats.improvement_stats`: ``children``, ``valid``,
+      ``compared``, ``improved``, ``improvement_rate``, ``mean_gain``, ``new_best``) say how
+      often a valid child beat its parent's fitness (a merge: its best gene source's; drafts:
+      None) and by how much, direction-aware.
+    * ``improvement_basis`` — :data:`swarm_evo.operation_stats.BASIS`, the rule in one sentence.
+    * ``best_lineage`` — :func:`swarm_evo.operation_stats.best_lineage`: the operations and
+      nodes on the ``parent_id`` path from a draft to the best node; None without a valid node.
     * ``steps_per_agent`` — ``{agent_id: nodes with that agent_id}``. Agents of ``agent_ids``
       come first, in that order, with 0 when they never got a step; agents seen only in the
       journal follow in order of first appearance; nodes with ``agent_id`` None are counted
@@ -220,7 +229,10 @@ def build_run_report(
             "agent_id": best.agent_id,
             "metric": best.metric_value,
         },
-        "operations": {op: operation_stats(journal, op) for op in _operations(nodes)},
+        "operations": {op: {**operation_stats(journal, op), **improvement_stats(journal, op)}
+                       for op in _operations(nodes)},
+        "improvement_basis": BASIS,
+        "best_lineage": best_lineage(journal),
         "steps_per_agent": {key: a["steps"] for key, a in agents.items()},
         "agents": agents,
         "max_agent_share": max(real_shares) if real_shares else None,

@@ -20,7 +20,7 @@ from prefect.artifacts import (
 )
 from pydantic import BaseModel
 
-from swarm_evo import charts, evolution_tree, run_report
+from swarm_evo import charts, evolution_tree, operation_stats, run_report
 from swarm_evo import report as views
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
@@ -145,14 +145,24 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
 
 @task(name="publish-run-report", **TASK_DEFAULTS)
 def publish_run_report(run_dir: str, report: dict) -> None:
-    """The run report as table artifacts: ``<run>-operations`` (one row per operation) and
-    ``<run>-agents`` (one row per agent); the JSON is ``RUN_DIR/run_report.json``."""
+    """The run report as table artifacts: ``<run>-operations`` (one row per operation),
+    ``<run>-improvements`` (per operation: how often a valid child beat its parent, mean gain,
+    new bests; issue 17) and ``<run>-agents`` (one row per agent); the JSON is
+    ``RUN_DIR/run_report.json``."""
     session = get_session(run_dir)
     create_table_artifact(
         table=run_report.run_report_rows(report),
         key=artifact_key(run_dir, "operations"),
         description=f"Per-operation rates of {session.objective.id}: buggy, dead, debug fixes, mean fitness "
         f"(Phase 2 from step {report.get('phase2_started_at_step')})",
+    )
+    improvements = {op: stats for op, stats in report["operations"].items() if "improvement_rate" in stats}
+    lineage = operation_stats.lineage_text(report.get("best_lineage"))
+    create_table_artifact(
+        table=operation_stats.improvement_rows(improvements),
+        key=artifact_key(run_dir, "improvements"),
+        description=f"Where improvements come from in {session.objective.id}: valid children beating their "
+        f"parent (merges: best gene source; drafts: none); best lineage: {lineage}"[:1000],
     )
     create_table_artifact(
         table=run_report.agent_rows(report),

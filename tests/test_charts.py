@@ -80,6 +80,38 @@ def test_best_so_far_is_none_before_the_first_valid_node():
     assert charts.best_so_far(j) == [(1, None), (2, 0.5)]
 
 
+@pytest.mark.parametrize("lower", [False, True])
+def test_chart_marks_the_operation_of_each_new_best(tmp_path, monkeypatch, lower):
+    """Issue 17: every node that raised the best so far is ringed in its operation's colour,
+    one legend entry per operation ("new best by draft", "new best by mutate"), and labelled
+    with its operation above the point."""
+    from matplotlib.axes import Axes
+
+    rings: dict[str, tuple] = {}
+    labels: list[tuple[str, tuple]] = []
+    scatter, annotate = Axes.scatter, Axes.annotate
+
+    def record_scatter(self, x, y, *args, **kw):
+        if str(kw.get("label", "")).startswith("new best by "):
+            rings[kw["label"]] = (tuple(x), tuple(y), kw["edgecolors"])
+        return scatter(self, x, y, *args, **kw)
+
+    def record_annotate(self, text, xy, *args, **kw):
+        labels.append((text, xy))
+        return annotate(self, text, xy, *args, **kw)
+
+    monkeypatch.setattr(Axes, "scatter", record_scatter)
+    monkeypatch.setattr(Axes, "annotate", record_annotate)
+    j = evolved_journal(lower)
+    charts.best_fitness_chart(j, tmp_path / "chart.png")
+    sign = -1 if lower else 1
+    assert rings == {
+        "new best by draft": ((1, 2), (sign * 0.70, sign * 0.80), charts.OPERATION_COLOURS["draft"]),
+        "new best by mutate": ((4,), (sign * 0.85,), charts.OPERATION_COLOURS["mutate"]),
+    }, "the merge at step 6 (0.83) did not beat the mutate: no ring"
+    assert labels == [("dr", (1, sign * 0.70)), ("dr", (2, sign * 0.80)), ("mu", (4, sign * 0.85))]
+
+
 # ---------------------------------------------------------------------------- tree
 def test_tree_html_is_self_contained_with_every_node(tmp_path):
     j = evolved_journal()

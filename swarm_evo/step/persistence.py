@@ -60,7 +60,8 @@ def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
 
 def write_run_report(session: RunSession) -> dict:
     """Build ``RUN_DIR/run_report.json`` and return it: :func:`swarm_evo.run_report.build_run_report`
-    (operations, agents, evolutions, Phase 2 start) plus ``hand_in`` (``{node_id, step, reason}``),
+    (operations with their improvement numbers, the best lineage, agents, evolutions, Phase 2
+    start; issue 17: :mod:`swarm_evo.operation_stats`) plus ``hand_in`` (``{node_id, step, reason}``),
     ``llm`` (calls, failed_calls, prompt_tokens, completion_tokens, cost_usd, seconds, by_operation,
     by_role: :mod:`swarm_evo.llm.ledger`) and ``stop_reason`` (None unless the run stopped early)."""
     evolutions = [record.summary() for record in load_evolutions(session.run_dir)]
