@@ -15,7 +15,25 @@ import pytest
 # stderr: a handler bound to a capsys stream recurses once that stream is swapped back.
 import flows.two_phase_evo  # noqa: E402,F401
 
+from swarm_evo.sandbox import program_env  # noqa: E402
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BUILT_PROGRAM_ENV = program_env.DEFAULT_ENV_DIR
+"""Where `swarm-evo env build` put the program environment (`.ci/run` builds it first)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _programs_run_in_the_project_interpreter(tmp_path_factory):
+    """Runs of the suite that do not name an interpreter run their programs with the project's
+    own (scikit-learn, pandas, pillow): the default program environment is hidden for the
+    session. The search, the sandboxes and the reports behave the same with either; the
+    program environment's LightGBM/XGBoost/CatBoost/optuna programs take minutes each, and
+    the tests of that environment name it (``programs_python``). Subprocess runs get the
+    same through ``sandbox.python`` / ``--python`` (``tests/llm_server/runner.py``)."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(program_env, "DEFAULT_ENV_DIR", tmp_path_factory.mktemp("no-program-env") / ".venv-programs")
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +46,15 @@ def prefect_server():
     with prefect_test_harness(server_startup_timeout=120):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             yield
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url(prefect_server) -> str:
+    """The session Prefect API's URL, for `swarm-evo` processes the tests start (``PREFECT_API_URL``):
+    without it each process starts and migrates an ephemeral API of its own (seconds per run)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value()
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +76,11 @@ def programs_python() -> str:
     Fails (never skips) when it is missing: running programs that import LightGBM, XGBoost and
     CatBoost is a feature under test. ``SWARM_EVO_PROGRAMS_PYTHON`` names another interpreter.
     """
-    from swarm_evo.sandbox.program_env import DEFAULT_ENV_DIR, env_python, read_marker
-
     if os.environ.get("SWARM_EVO_PROGRAMS_PYTHON"):
         return os.environ["SWARM_EVO_PROGRAMS_PYTHON"]
-    if read_marker(DEFAULT_ENV_DIR) is None:
-        pytest.fail(f"no program environment at {DEFAULT_ENV_DIR}: run `.venv/bin/swarm-evo env build` (see .ci/run)")
-    return str(env_python(DEFAULT_ENV_DIR))
+    if program_env.read_marker(BUILT_PROGRAM_ENV) is None:
+        pytest.fail(f"no program environment at {BUILT_PROGRAM_ENV}: run `.venv/bin/swarm-evo env build` (see .ci/run)")
+    return str(program_env.env_python(BUILT_PROGRAM_ENV))
 
 
 def _our_containers(client) -> list:
@@ -90,8 +115,17 @@ def docker_client():
     assert not left, f"containers left behind by the Docker sandbox: {left}"
 
 
+SLOW_FIXTURES = frozenset({"prefect_server", "docker_client", "stand_in", "llm_server", "programs_python"})
+"""A test that needs one of these (directly or through another fixture) is ``slow``: a Prefect
+API, the Docker engine, the stand-in model server or the program environment's libraries. So is
+a case whose backend parameter is ``"docker"`` (it asks for ``docker_client`` when it runs)."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n N --dist loadgroup``) every test of a module that uses the real
+    """Marks ``slow`` every test that uses a :data:`SLOW_FIXTURES` fixture (others carry the mark
+    themselves: real programs, subprocess runs), so ``pytest -m "not slow"`` is the quick loop.
+
+    Under pytest-xdist (``-n N --dist loadgroup``) every test of a module that uses the real
     Docker engine or times hostile programs runs on one worker, in file order: the
     ``docker_client`` fixture's check that no container of ours is left behind, and the
     "ends within the timeout + 5 s" bounds of the hostile-program tests, assume no other
@@ -99,5 +133,9 @@ def pytest_collection_modifyitems(config, items):
     serial_modules = {item.module.__name__ for item in items
                       if "docker_client" in getattr(item, "fixturenames", ()) or item.module.__name__.startswith("test_hostile")}
     for item in items:
+        callspec = getattr(item, "callspec", None)
+        docker_case = callspec is not None and "docker" in callspec.params.values()  # a backend parameter
+        if docker_case or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         if item.module.__name__ in serial_modules:
             item.add_marker(pytest.mark.xdist_group("serial"))

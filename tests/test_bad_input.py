@@ -106,6 +106,7 @@ def run_args(data: Path, *extra: str, competition: str = COMP) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- competition files
+@pytest.mark.slow  # one case through a `swarm-evo` process
 def test_missing_public_file(data, tmp_path, prefect_home):
     missing = data / COMP / "prepared" / "public" / "train.csv"
     missing.unlink()
@@ -176,6 +177,7 @@ def test_unknown_model(data, tmp_path, prefect_home):
 
 
 # ------------------------------------------------------------------------ run directory, problems
+@pytest.mark.slow  # a `swarm-evo` process
 def test_run_dir_of_another_competition(data, tmp_path, prefect_home):
     run_dir = tmp_path / "R"
     run_dir.mkdir()

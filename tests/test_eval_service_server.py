@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a `prefect server start` and `swarm-evo eval` processes
+
 PROBLEMS = Path(__file__).parent / "fixtures" / "problems"
 SUM_SQUARES = PROBLEMS / "sum-squares"
 BROKEN = PROBLEMS / "broken-evaluator"

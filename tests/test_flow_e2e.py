@@ -42,7 +42,8 @@ def _artifacts(key_prefix: str):
 @pytest.fixture(scope="module")
 def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
     """One offline run on spaceship-titanic: 14 nodes, 2 workers, both phases; programs run in
-    the program environment (`swarm-evo env build`, the default interpreter once built)."""
+    the program environment (`swarm-evo env build`; the default interpreter once built, which
+    tests/test_program_env.py checks — the suite hides it, so the run names it)."""
     from flows.two_phase_evo import two_phase_evo
 
     tmp = tmp_path_factory.mktemp("spaceship")
@@ -65,6 +66,7 @@ def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
         seed=0,
         parallel_workers=2,
         config_path=str(config),
+        python=programs_python,
     )
     return summary, run_dir
 

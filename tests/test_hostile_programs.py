@@ -398,6 +398,7 @@ _NONROOT_RUNNER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a forked orchestrator
 def test_non_root_orchestrator_subreaper_and_nproc() -> None:
     """The orchestrator as an ordinary user (nobody here): no namespaces, programs run as that
     user; the fork bomb still meets RLIMIT_NPROC, daemons still die, the hog meets RLIMIT_DATA."""

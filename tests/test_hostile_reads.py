@@ -177,6 +177,7 @@ def test_a_hostile_auxiliary_file_never_fails_the_primary_evaluation(prefect_ser
     assert elapsed < TIMEOUT + 10 + SLACK  # primary run + auxiliary timeout
 
 
+@pytest.mark.slow  # a `swarm-evo eval` process
 def test_the_swarm_evo_eval_process_ends_on_a_fifo(tmp_path):
     """The issue's reproduction, as a user runs it: a real ``swarm-evo eval run`` process
     (Prefect's temporary API), ``os.mkfifo("outputs.json"); os._exit(0)``."""
@@ -224,7 +225,8 @@ def test_eval_run_bad_paths_exit_2_with_one_line_and_write_nothing(tmp_path, cap
 
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("executor", ["local", "docker"])
-def test_a_search_debugs_a_fifo_or_directory_submission(stand_in, data_dir, tmp_path, executor, request):
+def test_a_search_debugs_a_fifo_or_directory_submission(stand_in, data_dir, tmp_path, executor, request,
+                                                       prefect_api_url):
     """``swarm-evo run`` over HTTP: the first draft leaves a FIFO as submission.csv, the second
     a directory, the third writes 10 GB (``sandbox.disk_limit_mb: 64``). Each is a classified
     failure of its node naming the file or the limit (never a hang or an aborted step), the
@@ -234,7 +236,8 @@ def test_a_search_debugs_a_fifo_or_directory_submission(stand_in, data_dir, tmp_
     stand_in.use("hostile_submission")
     started = time.monotonic()
     result = run_swarm(tmp_path / "work", data_dir, api_base=stand_in.openai_base, max_steps=3,
-                       sandbox_config={"backend": executor, "exec_timeout": 60, "disk_limit_mb": 64}, timeout=300)
+                       sandbox_config={"backend": executor, "exec_timeout": 60, "disk_limit_mb": 64}, timeout=300,
+                       prefect_api_url=prefect_api_url)
     elapsed = time.monotonic() - started
     assert result.returncode == 0 and not result.timed_out, result.describe()
     found = {}

@@ -248,10 +248,11 @@ def test_run_end_to_end_local(prefect_server, prepared, comp, tmp_path, capsys):
 def test_run_end_to_end_docker(prefect_server, docker_client, prepared, comp, tmp_path, capsys):
     """The same run in containers of the default sandbox image (which must have pillow)."""
     run_dir = tmp_path / "docker-run"
-    # The image has the Kaggle stack: LightGBM/CatBoost drafts on one CPU per container can take
-    # minutes; the time limit ends the run (and cuts such programs) with the drafts that finished.
+    # The image has the Kaggle stack: a LightGBM/XGBoost/CatBoost draft on one CPU per container
+    # takes 30-100 s here, so two drafts (one per worker); the time limit ends the run (and cuts
+    # such programs) with the drafts that finished.
     code = main(["run", "--competition-id", CID, "--data-dir", str(prepared), "--executor", "docker",
-                 "--max-steps", "4", "--parallel-workers", "2", "--seed", "0", "--time-limit", "300",
+                 "--max-steps", "2", "--parallel-workers", "2", "--seed", "0", "--time-limit", "300",
                  "--run-dir", str(run_dir)])
     out = capsys.readouterr().out
     assert code == 0, out

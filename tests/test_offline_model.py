@@ -226,6 +226,7 @@ def test_families_cover_six_per_task_and_fit(comps):
             assert len(model.predict(Xs)) == 60, fam.name
 
 
+@pytest.mark.slow  # runs the offline model's programs
 def test_drafts_run_on_three_competitions(comps, tmp_path):
     jobs = {}
     for cid, comp in comps.items():
@@ -241,6 +242,7 @@ def test_drafts_run_on_three_competitions(comps, tmp_path):
         assert dt < 60
 
 
+@pytest.mark.slow  # runs the offline model's programs
 def test_draft_history_diversity_and_spaceship_hgb_reaches_079(comps, tmp_path):
     comp = comps["spaceship-titanic"]
     hist, names = [], []
@@ -278,13 +280,15 @@ def test_mutate_changes_only_the_target_gene(comps):
                 compile(child, "solution.py", "exec")
 
 
+@pytest.mark.slow  # runs the offline model's programs
 def test_merge_assembles_plan_and_runs(comps, tmp_path):
     comp = comps["house-prices"]
     info = infer_dataset(comp)
     a = programs.render_program_from_spec(info, dict(_spec(info, "ridge", "raw"), init=7), "a")
     b = programs.render_program_from_spec(info, dict(_spec(info, "hgb", "engineered"),
                                                      loss={"REG_LOSS": "absolute_error"},
-                                                     optimizer=alleles.default_optimizer(info)), "b")
+                                                     optimizer={**alleles.default_optimizer(info), "N_ESTIMATORS": 60}),
+                                         "b")  # 60 boosting iterations: the merge, not the fit, is under test
     ga, gb = G.parse_genes(a), G.parse_genes(b)
     plan = {lc: {"source_node_id": "A", "code": ga[lc]} for lc in G.LOCI}
     for lc in ("DATA", "MODEL", "LOSS", "OPTIMIZER"):
@@ -299,6 +303,7 @@ def test_merge_assembles_plan_and_runs(comps, tmp_path):
     assert "HistGradientBoosting" in programs.approach_tag(merged)
 
 
+@pytest.mark.slow  # runs the offline model's programs
 def test_planted_faults_fail_and_debug_repairs_them(comps, tmp_path):
     comp = comps["house-prices"]
     info = infer_dataset(comp)

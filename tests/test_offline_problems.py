@@ -686,6 +686,7 @@ def _debug_until_correct(code: str, res: dict, key: str, root: Path, seed: int) 
     return code, res, res["correct"]
 
 
+@pytest.mark.slow  # a search run
 def test_a_small_two_phase_run_improves_the_score(root, baseline):
     """Drafts (phase 1), then mutations and merges of the best programs (phase 2), with faults."""
     seed = 11

@@ -57,8 +57,9 @@ def test_missing_configured_interpreter_names_the_setting_and_the_fix(tmp_path):
 
 
 def test_default_is_the_built_environment_else_the_project_interpreter(tmp_path, monkeypatch, programs_python):
-    if program_env.read_marker(program_env.DEFAULT_ENV_DIR) is not None:
-        assert resolve_program_python(None).source == "program environment"
+    monkeypatch.setattr(program_env, "DEFAULT_ENV_DIR", Path(programs_python).parents[1])  # the suite hides it
+    built = resolve_program_python(None)
+    assert (built.path, built.source, built.warning) == (programs_python, "program environment", None)
     monkeypatch.setattr(program_env, "DEFAULT_ENV_DIR", tmp_path / "absent")
     fallback = resolve_program_python(None)
     assert fallback.path == sys.executable and fallback.source == "project interpreter"
@@ -70,6 +71,7 @@ def test_default_is_the_built_environment_else_the_project_interpreter(tmp_path,
     assert program_env_warning(resolve_program_python(programs_python), bare) is None
 
 
+@pytest.mark.slow  # a `swarm-evo run` process
 def test_run_with_a_missing_python_is_bad_input(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "swarm_evo.cli", "run", "--problem", "circle-packing", "--max-steps", "1",
@@ -95,6 +97,7 @@ def tiny_profile(tmp_path, monkeypatch):
     return deployments / "requirements-tabular.txt"
 
 
+@pytest.mark.slow  # builds a virtual environment
 def test_build_writes_a_marker_and_is_cached_by_the_requirements_hash(tmp_path, tiny_profile):
     lines: list[str] = []
     env_dir = tmp_path / "env"

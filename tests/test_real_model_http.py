@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_server import SCENARIOS, StandInServer, closed_port, run_swarm
+from llm_server import API_KEY, SCENARIOS, StandInServer, closed_port, run_swarm
 from llm_server.brain import FAULT_TAG
 from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from llm_server.scenarios import EVERYTHING, Scenario
@@ -360,3 +360,25 @@ def _rendered_draft_prompt(data_dir: Path) -> str:
             return prepare_draft(session, 1).prompt
         finally:
             close_session(run_dir)
+
+
+# ------------------------------------------------------------------- what litellm retries
+@pytest.mark.parametrize("scenario, error", [("no_tools", "BadRequestError"), ("bad_key", "AuthenticationError")])
+def test_a_request_the_server_calls_wrong_is_sent_once(stand_in, scenario, error):
+    """litellm re-sends any ``openai.APIError`` at once when ``num_retries`` > 0; a 400 ("tools
+    are not supported") or a 401 cannot pass on a second try, so ``call_model``'s retry policy
+    sends it once (a transient error still gets its retries: tests/test_failing_models.py)."""
+    import litellm
+
+    from swarm_evo.llm.client import call_model
+    from swarm_evo.llm.endpoint import ModelEndpoint
+    from swarm_evo.review import REVIEW_TOOL
+
+    stand_in.use(scenario)
+    endpoint = ModelEndpoint(name=MODEL, role="review", api_base=stand_in.openai_base, api_key=API_KEY,
+                             num_retries=2, timeout=30)
+    with pytest.raises((litellm.BadRequestError, litellm.AuthenticationError)) as raised:
+        call_model(endpoint, [{"role": "user", "content": "Review this program."}], None, tools=[REVIEW_TOOL],
+                   tool_choice={"type": "function", "function": {"name": REVIEW_TOOL["function"]["name"]}})
+    assert type(raised.value).__name__ == error
+    assert len(stand_in.log) == 1, [(r.index, r.status) for r in stand_in.log]

@@ -153,6 +153,7 @@ def breast_cancer(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow  # five `swarm-evo` processes
 def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_path, breast_cancer):
     run_dir = tmp_path / "run"
     start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(breast_cancer),

@@ -218,6 +218,7 @@ def test_unchanged_debug_fix_is_recognised():
 
 
 # ------------------------------------------------------------------ nothing lost on a kill
+@pytest.mark.slow  # a `swarm-evo run` process
 def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path):
     from swarm_evo.competition import load_competition, prepare_competition, validate_submission
 

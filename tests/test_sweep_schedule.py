@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # a `prefect server start` process and scheduled runs
+
 REPO = Path(__file__).resolve().parents[1]
 PREFECT = [sys.executable, "-m", "prefect"]
 DEPLOYMENT = "benchmark-sweep/nightly"

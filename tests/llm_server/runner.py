@@ -137,7 +137,8 @@ def run_swarm(
 
     ``model_config`` adds to the config's ``model`` section (defaults: ``api_base``,
     ``timeout: 20``, ``num_retries: 1``); ``search_config`` / ``sandbox_config`` likewise
-    (default ``sandbox.exec_timeout: 60``). The process is killed after ``timeout`` seconds
+    (defaults ``sandbox.exec_timeout: 60`` and ``sandbox.python``: this interpreter, the
+    project's own, as the suite's in-process runs — ``tests/conftest.py``). The process is killed after ``timeout`` seconds
     (``timed_out`` is then set). The run directory is ``workdir/run``.
     """
     workdir = Path(workdir)
@@ -145,7 +146,7 @@ def run_swarm(
     config = {
         "model": {"api_base": api_base, "timeout": 20, "num_retries": 1, **(model_config or {})},
         "search": {**(search_config or {})},
-        "sandbox": {"exec_timeout": 60, **(sandbox_config or {})},
+        "sandbox": {"exec_timeout": 60, "python": sys.executable, **(sandbox_config or {})},
     }
     config = {k: v for k, v in config.items() if v}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
