@@ -14,8 +14,10 @@ Failing models (issue 7; the policy is written out in tasks/_policy.py):
 
 - transient errors (:data:`~swarm_evo.llm.errors.TRANSIENT_ERRORS`) are first retried by litellm itself
   (``num_retries``; checked with litellm 1.106.2: it re-calls at once, no wait, and also for a
-  custom provider such as the offline model; any ``openai.APIError`` is re-called, even a 401),
-  then propagate to the Prefect task, whose retries wait with a backoff;
+  custom provider such as the offline model), then propagate to the Prefect task, whose retries
+  wait with a backoff. Left to itself litellm re-calls any ``openai.APIError``, a 400 or a 401
+  too; :data:`RETRY_POLICY` keeps its retries for what can pass on a second try (a 400 "tools
+  are not supported" re-sent at once doubled every rejected review call);
 - a bad reply (no code block, an empty or cut-off reply, no tool call and no JSON object in
   the text, tool-call arguments that are not a JSON object) is re-asked :data:`BAD_REPLY_REASKS` time(s) with a reminder; a code reply that
   is still bad raises :class:`~swarm_evo.llm.errors.GenerationError`, a tool call that is still bad returns its error
@@ -29,6 +31,7 @@ import time
 from typing import Any, Sequence
 
 import litellm
+from litellm import RetryPolicy
 from pydantic import BaseModel, Field
 
 from swarm_evo.llm.endpoint import ModelEndpoint
@@ -51,6 +54,16 @@ RETRY_HORIZON = 45.0
 """Seconds the Prefect task retries may wait before the next attempt (tasks/_policy.py: the
 longest delay, 30 s, times the jitter 1.5). A transient error with less time than this left
 before the deadline becomes :class:`DeadlineReached`, so no retry sleeps past the run's end."""
+
+
+def retry_policy(num_retries: int) -> RetryPolicy:
+    """litellm's per-exception retries for one call: ``num_retries`` for timeouts, rate limits,
+    5xx answers and connection errors (``DefaultRetries``), none for answers that say the request
+    itself is wrong — 400 (unsupported ``tools``, context window exceeded), 401, 404, content
+    policy — which the same request at once cannot change (litellm's ``RetryPolicy``, read by
+    ``litellm.completion``'s wrapper in 1.106.2: ``utils.get_num_retries_from_retry_policy``)."""
+    return RetryPolicy(DefaultRetries=num_retries, BadRequestErrorRetries=0, AuthenticationErrorRetries=0,
+                       NotFoundErrorRetries=0, ContentPolicyViolationErrorRetries=0)
 
 
 def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **extra: Any):
@@ -83,6 +96,7 @@ def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, 
         temperature=endpoint.temperature,
         timeout=timeout,
         num_retries=num_retries,
+        retry_policy=retry_policy(num_retries),
         **extra,
     )
     if endpoint.max_tokens is not None:
@@ -213,7 +227,7 @@ def complete_code(
         GenerationError: still no usable program after the re-ask; the message names what was
             wrong with each reply (e.g. "was cut off (the output limit was reached; …)"),
             ``usage`` holds the calls' cost.
-        DeadlineReached: from :func:`_call`.
+        DeadlineReached: from :func:`call_model`.
         litellm exceptions: whatever litellm raises once its own ``num_retries`` are spent,
             e.g. the transient :data:`TRANSIENT_ERRORS` (the caller's Prefect task retries
             those) or ``litellm.BadRequestError``.

@@ -17,7 +17,7 @@ class ModelEndpoint(BaseModel):
 
     ``role`` names what the endpoint is for (``code``, ``review``, ``evolution``: AIDE's code
     and feedback models; :meth:`for_role`). ``deadline`` (Unix time, s) is the run's end: a
-    call's timeout and retries are cut to it and no call starts after it (:func:`_call`).
+    call's timeout and retries are cut to it and no call starts after it (:func:`~swarm_evo.llm.client.call_model`).
     ``ledger_path`` is the run's ``llm_calls.jsonl`` (:mod:`swarm_evo.llm.ledger`);
     ``max_cost_usd`` (``model.max_cost_usd``) stops calls once the ledger's cost reaches it.
     """

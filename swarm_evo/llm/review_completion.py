@@ -162,7 +162,7 @@ def complete_review(
         parsed: the review then decides on the deterministic facts.
 
     Raises:
-        DeadlineReached: from :func:`_call`.
+        DeadlineReached: from :func:`~swarm_evo.llm.client.call_model`.
         litellm exceptions: as :func:`complete_code` (transient ones for the caller's retries),
             a BadRequestError that is not about tools included.
     """
