@@ -99,6 +99,7 @@ def run_prefect(args) -> dict:
 
     frequency = args.heartbeat_frequency if args.heartbeats == "on" else None
     extra = {"policy": args.policy} if args.policy else {}
+    extra["python"] = args.python
     config = Path(args.run_dir).with_suffix(".config.yaml")  # search.subflow_heartbeats (issue 16)
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n")
@@ -163,7 +164,8 @@ def run_plain(args) -> dict:
     if args.policy not in (None, "two_phase"):
         raise SystemExit("plain mode runs the two-phase search only")
     config, api_key = resolve_config(
-        None, model=args.model, max_steps=args.max_steps, seed=args.seed, parallel_workers=args.parallel_workers
+        None, model=args.model, max_steps=args.max_steps, seed=args.seed, parallel_workers=args.parallel_workers,
+        python=args.python,
     )
     session = open_session(
         competition_id=args.competition_id, data_dir=Path(args.data_dir), run_dir=Path(args.run_dir),
@@ -252,6 +254,9 @@ def main() -> None:
     parser.add_argument("--parallel-workers", type=int, default=1)
     parser.add_argument("--model", default="offline")
     parser.add_argument("--policy", default=None)
+    parser.add_argument("--python", default=sys.executable,
+                        help="sandbox.python (default: this interpreter, scikit-learn programs of a few seconds; "
+                        "the program environment's optuna drafts run a minute each and add only noise here)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     result = run_prefect(args) if args.mode == "prefect" else run_plain(args)
