@@ -102,7 +102,7 @@ def analyse(summary: dict, reference: str = REFERENCE) -> list[dict]:
 
 
 def _num(value, digits: int = 5) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+    return "-" if value is None else f"{value + 0.0:.{digits}g}"  # + 0.0: no "-0" for a negated zero
 
 
 def markdown(tasks: list[dict], meta: dict, reference: str = REFERENCE) -> str:
