@@ -29,7 +29,10 @@ Measurements (``timings`` come from the journal, ``swarm_evo.step.assembly.assem
 body from selection to review; ``orchestration = wall - llm - exec``):
 ``nodes``, per-node ``orchestration``/``wall``/``llm``/``exec`` lists, ``debug_attempts``,
 ``search_seconds`` (search window), ``total_seconds`` (the whole flow call, prefect mode),
-``flow_runs`` (count per flow name, prefect mode), ``code_digest`` (hash of the node programs
+``flow_runs`` (count per flow name, prefect mode), ``api_retries`` and ``api_retry_seconds``
+(prefect mode: requests the Prefect client sent again after a retryable answer, and the back-off
+it slept; on the SQLite database of a local server these are 503s for "database is locked",
+PrefectHQ/prefect#18934, each costing about 2 s), ``code_digest`` (hash of the node programs
 in step order: equal digests mean both configurations ran the same programs).
 """
 
@@ -91,6 +94,30 @@ def _api_measurements() -> dict:
     return {"search_seconds": search, "flow_runs": counts}
 
 
+class _RetryCounter(logging.Filter):
+    """Counts the Prefect client's retries and their back-off from its debug record
+    (``prefect.client.base``: "... Another attempt will be made in {s}s ..."). As a filter of the
+    ``prefect.client`` logger set to DEBUG, it passes on only the records at or above the level the
+    logger had, so the log reads as before."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self.count, self.seconds = 0, 0.0
+        self.level = logger.getEffectiveLevel()
+        logger.addFilter(self)
+        logger.setLevel(logging.DEBUG)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "Another attempt will be made in" in message:
+            self.count += 1
+            try:
+                self.seconds += float(message.split("will be made in ", 1)[1].split("s", 1)[0])
+            except ValueError:
+                pass
+        return record.levelno >= self.level
+
+
 def run_prefect(args) -> dict:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
@@ -104,6 +131,7 @@ def run_prefect(args) -> dict:
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n")
     extra["config_path"] = str(config)
+    retries = _RetryCounter(logging.getLogger("prefect.client"))
     with prefect_test_harness(server_startup_timeout=180):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: frequency}):
             started = time.perf_counter()
@@ -120,7 +148,8 @@ def run_prefect(args) -> dict:
             total = time.perf_counter() - started
         api = _api_measurements()
     grade = summary.get("grade_report") or {}
-    return {"total_seconds": total, **api, "score": grade.get("score"), "heartbeat_frequency": frequency}
+    return {"total_seconds": total, **api, "score": grade.get("score"), "heartbeat_frequency": frequency,
+            "api_retries": retries.count, "api_retry_seconds": round(retries.seconds, 3)}
 
 
 def _strip_prefect() -> None:

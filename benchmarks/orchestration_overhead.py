@@ -10,10 +10,11 @@ configuration, each in its own process against its own temporary Prefect API
 
 Configurations: ``on`` (heartbeats at Prefect 3.8's default frequency, 180 s, for every flow
 run, subflows included: ``search.subflow_heartbeats: true``; the setting accepts >= 30 s or
-None), ``top`` (the default since issue 16: heartbeats for the top-level and phase flow runs
-only, step and debug-attempt subflows without; ``flows/_subflow.py``), ``off``
-(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests) and ``plain`` (the same search code with Prefect removed: tasks and flows called as plain
-functions, no API; the baseline for "how much of it is Prefect").
+None), ``top`` (the default since issue 16: heartbeats for the top-level flow run only, its
+subflows — phase flows, steps, debug attempts — without; ``flows/_subflow.py``), ``off``
+(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests) and ``plain`` (the same search
+code with Prefect removed: tasks and flows called as plain functions, no API; the baseline for
+"how much of it is Prefect").
 
 Per node, from the journal (``node.metadata["timings"]``, written by ``swarm_evo.step.assembly.assemble_node``):
 ``in-step`` orchestration = wall − LLM − execution of the step body (selection → review; it
@@ -70,6 +71,8 @@ def _stats(results: list[dict]) -> dict:
         "debug": sum(r["debug_attempts"] for r in results),
         "digests": {r["code_digest"] for r in results},
         "flow_runs": results[0].get("flow_runs") or {},
+        "retries": sum(r.get("api_retries") or 0 for r in results),
+        "retry_seconds_per_node": sum(r.get("api_retry_seconds") or 0.0 for r in results) / nodes,
     }
 
 
@@ -110,18 +113,22 @@ def main() -> None:
                 one = _stats([result])
                 print(f"  {LABELS[config]:<15} run {rep + 1}: {result['nodes']} nodes, search "
                       f"{result['search_seconds']:.1f} s, in-step {one['orch_mean']:.3f} s/node, all-in "
-                      f"{one['all_in']:.3f} s/node, load average after {result['loadavg_after'][0]:.2f}")
+                      f"{one['all_in']:.3f} s/node, API retries {result.get('api_retries', 0)}, "
+                      f"load average after {result['loadavg_after'][0]:.2f}")
                 results[config].append(result)
         print(f"load average after: {load_text()}")
         stats = {c: _stats(r) for c, r in results.items() if r}
         print()
         print(f"{'configuration':<16}{'nodes':>6}{'in-step mean':>14}{'median':>8}{'between':>9}"
-              f"{'all-in':>8}{'wall/node':>11}{'debug':>7}")
+              f"{'all-in':>8}{'wall/node':>11}{'debug':>7}{'retries':>9}{'retry s/node':>14}")
         for config, s in stats.items():
             print(f"{LABELS[config]:<16}{s['nodes']:>6}{s['orch_mean']:>14.3f}{s['orch_median']:>8.3f}"
-                  f"{s['between']:>9.3f}{s['all_in']:>8.3f}{s['wall_mean']:>11.2f}{s['debug']:>7}")
+                  f"{s['between']:>9.3f}{s['all_in']:>8.3f}{s['wall_mean']:>11.2f}{s['debug']:>7}"
+                  f"{s['retries']:>9}{s['retry_seconds_per_node']:>14.3f}")
         print("(seconds per node; in-step = wall − LLM − exec inside the step body, between = outside the "
-              "step bodies; debug = debug attempts, each its own subflow under Prefect)")
+              "step bodies; debug = debug attempts, each its own subflow under Prefect; retries = API requests "
+              "the Prefect client sent again after a 503 — on the local server's SQLite database, 'database is "
+              "locked' (PrefectHQ/prefect#18934) — and retry s/node the back-off they slept, part of all-in)")
         if "on" in stats and "off" in stats:
             on, off = stats["on"], stats["off"]
             print(f"heartbeats on/off: in-step {on['orch_mean'] / off['orch_mean']:.2f}x, "

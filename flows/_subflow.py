@@ -1,11 +1,12 @@
-"""Step and debug-attempt subflows without Prefect's flow-run heartbeats (issue 16).
+"""Subflows (phase flows, steps, debug attempts) without Prefect's flow-run heartbeats (issue 16).
 
 Prefect 3.8's flow engine starts a heartbeat thread for every flow run and, for sync flows,
 joins it on exit; its loop sleeps in whole seconds, so each subflow waited up to 1 s at its end
 (``benchmarks/orchestration_overhead.py``: 1.29 s of orchestration per node with heartbeats,
 0.47 s without). Heartbeats let a worker's zombie detection find a *top-level* flow run whose
-process died; a subflow runs in its parent's process and dies with it, so for steps and debug
-attempts they buy nothing. The top-level ``two-phase-evo`` run (and its phase flows) keep them.
+process died; a subflow runs in its parent's process and dies with it, so for phase flows, steps
+and debug attempts they buy nothing (a phase flow's join alone added up to 1 s at the end of
+Phase 1). The top-level ``two-phase-evo`` run keeps them.
 
 ``search.subflow_heartbeats: true`` gives subflows their heartbeats back.
 """
@@ -23,7 +24,7 @@ _LOCK = threading.Lock()
 
 
 def subflow_context(heartbeats: bool) -> AbstractContextManager:
-    """The context to call a step or debug-attempt subflow in: the current Prefect settings
+    """The context to call a subflow (phase flow, step, debug attempt) in: the current Prefect settings
     with ``flows.heartbeat_frequency`` None, unless ``heartbeats`` (then nothing changes).
 
     The quiet settings are built once per settings object (≈ 30 ms each) and entered as a

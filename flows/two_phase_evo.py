@@ -16,6 +16,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
+from flows._subflow import subflow_context
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
@@ -231,16 +232,20 @@ def two_phase_evo(
             logger.warning("no dynamic auxiliary metrics (%s: %s); the run goes on", type(exc).__name__, exc)
     journal = session.journal
     epoch = max((n.epoch for n in journal.nodes), default=0)
+    heartbeats = config.search.subflow_heartbeats  # phase flows are subflows: this run's heartbeat covers them
     if policy == "two_phase":
         epoch, unfinished = unfinished_phase1_epoch(journal, config.search.steps_per_epoch)
         phase1_done = journal.count(phase=2) > 0 or (
             len(journal.valid_pool()) >= config.search.phase1_target_nodes and not unfinished
         )
         if not phase1_done:
-            epoch = phase1_draft(run_dir=key, first_epoch=epoch, unfinished_steps=unfinished)
-        epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
+            with subflow_context(heartbeats):
+                epoch = phase1_draft(run_dir=key, first_epoch=epoch, unfinished_steps=unfinished)
+        with subflow_context(heartbeats):
+            epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
     else:
-        epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
+        with subflow_context(heartbeats):
+            epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
     best, grade = grade_best(key)
     publish_node_table(key)
     publish_run_report(key, write_run_report(key))

@@ -57,8 +57,9 @@ class SearchConfig(_Section):
     merge_probability: float = Field(0.5, ge=0, le=1, description="Share of merges in Phase 2 (C).")
     stub_threshold: int = Field(20, ge=0, description="Code characters below which a gene is a stub.")
     subflow_heartbeats: bool = Field(
-        False, description="Prefect flow-run heartbeats for step and debug-attempt subflows (off: up to 1 s "
-        "less per subflow; the top-level flow run keeps its heartbeats for zombie detection).",
+        False, description="Prefect flow-run heartbeats for the subflows of a run: phase flows, steps and "
+        "debug attempts (off: up to 1 s less per subflow; the top-level flow run keeps its heartbeats for "
+        "zombie detection).",
     )
 
 

@@ -1,6 +1,7 @@
 """Heartbeats where they help (issue 16): with Prefect's flow-run heartbeats on, the top-level
-``two-phase-evo`` run still sends them (a worker's zombie detection needs them) while step and
-debug-attempt subflows, which live and die in their parent's process, send none."""
+``two-phase-evo`` run still sends them (a worker's zombie detection needs them) while its
+subflows (the phase flows, steps and debug attempts), which live and die in its process, send
+none."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _flow_runs(names: set[str]) -> dict[str, list[str]]:
     return out
 
 
-def test_top_level_run_sends_heartbeats_and_step_subflows_do_not(prefect_server, tmp_path):
+def test_top_level_run_sends_heartbeats_and_its_subflows_do_not(prefect_server, tmp_path):
     from flows.two_phase_evo import two_phase_evo
 
     data = tmp_path / "data"
@@ -60,10 +61,11 @@ def test_top_level_run_sends_heartbeats_and_step_subflows_do_not(prefect_server,
         summary = two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(data),
                                 run_dir=str(tmp_path / "run"), max_steps=3, seed=0, config_path=str(config))
     assert summary["nodes"] == 3
-    runs = _flow_runs({"two-phase-evo", "draft-step", "phase2-step", "debug-attempt"})
+    runs = _flow_runs({"two-phase-evo", "phase1-draft", "phase2-evolve", "draft-step", "phase2-step", "debug-attempt"})
     top = runs["two-phase-evo"]
     beats = _heartbeat_resources(expected=top[-1])
     assert set(top) & beats, "the top-level flow run sent no heartbeat"
-    subflows = runs.get("draft-step", []) + runs.get("phase2-step", []) + runs.get("debug-attempt", [])
+    assert runs.get("phase1-draft") and runs.get("phase2-evolve")
+    subflows = [run for name, ids in runs.items() if name != "two-phase-evo" for run in ids]
     assert runs.get("debug-attempt"), "every draft had a planted fault: debug-attempt subflows ran"
-    assert not set(subflows) & beats, "step or debug-attempt subflows sent heartbeats"
+    assert not set(subflows) & beats, "phase, step or debug-attempt subflows sent heartbeats"
