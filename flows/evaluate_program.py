@@ -199,6 +199,7 @@ def evaluate_program(
     data_dir: str | None = None,
     executor: str = "local",
     image: str | None = None,
+    instance: str | None = None,
 ) -> dict:
     """Evaluate one program on one problem (the Eval Service job; SPEC §11, seed 002).
 
@@ -218,6 +219,9 @@ def evaluate_program(
             ``METRIC_DEFINITIONS``), by path or text; its failure never fails the evaluation.
         auxiliary_timeout: seconds for each auxiliary metrics file.
         data_dir: where problem data files are looked up (see swarm_evo.evaluation).
+        instance: the instance of a problem with ``instances`` in problem.yaml (tsp: a TSPLIB
+            name such as ``kroA100``, looked up as ``tsp/<instance>.tsp`` in the data
+            directories; None = the problem's default, berlin52); an error for other problems.
         executor: sandbox backend, ``local`` or ``docker``; image: the Docker sandbox image.
             (Plain ``str``, checked in the body: a ``Literal`` annotation breaks parameter
             validation in runs served by ``flow.serve``, whose subprocess gets the flow function
@@ -231,7 +235,9 @@ def evaluate_program(
         fails validation is a Completed run with ``correct`` False.
 
     Raises (the flow run ends Failed with the error in its state message):
-        ProblemError: unknown problem / bad problem folder / missing data file.
+        ProblemError: unknown problem / bad problem folder / missing data file / unknown instance
+            (naming the directories searched and the instances found) or an instance given to
+            a problem without instances.
         ValueError: neither or both of program_path and program_code; executor not local/docker.
         ConfigError: a bad image name.
         SandboxUnavailableError: executor docker without a daemon or the image.
@@ -247,8 +253,8 @@ def evaluate_program(
         raise ValueError("give exactly one of program_path and program_code")
     if executor not in ("local", "docker"):
         raise ValueError(f"executor must be 'local' or 'docker' (got {executor!r})")
-    loaded = load_problem(problem, Path(data_dir) if data_dir else None)
-    out = Path(results_dir) if results_dir else default_results_dir(loaded.name, flow_run.get_id())
+    loaded = load_problem(problem, Path(data_dir) if data_dir else None, instance)
+    out = Path(results_dir) if results_dir else default_results_dir(loaded.label, flow_run.get_id())
     out = out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = _stage_file(out, PROGRAM_FILE, program_path, program_code, "program")

@@ -41,6 +41,8 @@ def _add_evaluation_options(p: argparse.ArgumentParser) -> None:
                    help="dynamic auxiliary_metrics.py (evaluate_auxiliary_metrics(program_output))")
     p.add_argument("--auxiliary-timeout", type=float, default=10.0, help="seconds for each auxiliary metrics file")
     p.add_argument("--data-dir", default=None, help="where problem data files are looked up (e.g. tsp/berlin52.tsp)")
+    p.add_argument("--instance", default=None,
+                   help="the problem's instance (tsp: a TSPLIB name such as kroA100; default: the problem's default)")
     p.add_argument("--executor", choices=("local", "docker"), default="local", help="sandbox backend")
     p.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
 
@@ -158,6 +160,7 @@ def _job_parameters(args, *, inline: bool) -> dict:
         "data_dir": str(Path(args.data_dir).expanduser().resolve()) if args.data_dir else None,
         "executor": args.executor,
         "image": args.image,
+        "instance": args.instance,
     }
     if inline:
         params["program_code"] = args.program.read_text(encoding="utf-8")
@@ -226,7 +229,7 @@ def _run_in_process(args) -> dict:
     from flows.evaluate_program import evaluate_program
     from swarm_evo.evaluation import load_problem
 
-    load_problem(args.problem, Path(args.data_dir) if args.data_dir else None)  # ProblemError before the flow
+    load_problem(args.problem, Path(args.data_dir) if args.data_dir else None, args.instance)  # ProblemError before the flow
     return evaluate_program(**_job_parameters(args, inline=False))
 
 

@@ -228,3 +228,28 @@ def test_cli_run_on_kroA100(prefect_server, tmp_path, capsys):
     assert "berlin52" not in prompt and "52 cities" not in prompt
     with pytest.raises(RunDirectoryError, match="belongs to instance 'kroA100' of tsp, not 'a280'"):
         check_run_dir(run_dir, ProblemObjective(load_problem("tsp", SHARED_DATA, "a280")))
+
+
+@pytest.mark.slow
+def test_cli_eval_run_on_an_instance(prefect_server, tmp_path, capsys):
+    """``swarm-evo eval run --problem tsp --instance kroA100``: the Eval Service flow evaluates
+    on kroA100 (the tour's numpy length, the optimum's ratio); an unknown instance is exit 2
+    with one line naming it, before any flow run."""
+    from swarm_evo.cli import main
+
+    coords = _coords(SHARED_DATA / "tsp" / "kroA100.tsp")
+    program = tmp_path / "identity.py"
+    program.write_text("def solve(coords):\n    return list(range(len(coords)))\n")
+    out = tmp_path / "eval"
+    code = main(["eval", "run", "--problem", "tsp", "--instance", "kroA100", "--data-dir", str(SHARED_DATA),
+                 str(program), "--results-dir", str(out)])
+    assert code == 0, capsys.readouterr().err
+    metrics = json.loads((out / "metrics.json").read_text())
+    length = _nint_length(coords, np.arange(100))
+    assert metrics["public"]["num_cities"] == 100 and metrics["public"]["tour_length"] == length
+    assert metrics["combined_score"] == pytest.approx(21282 / length)
+    capsys.readouterr()
+    assert main(["eval", "run", "--problem", "tsp", "--instance", "nope", "--data-dir", str(SHARED_DATA),
+                 str(program), "--results-dir", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown instance 'nope' of problem 'tsp'" in err, err
