@@ -4,9 +4,14 @@ Formulas (SPEC §8, which fixes the upstream Swarm-Ev2 ``gene_registry`` / ``phe
 
 * node pheromone
   ``0.5·norm + 0.3·success_ratio + 0.2·exp(−0.05·(current_step − node.step))`` where
-  ``norm`` is the node's direction-aware fitness min–max normalised over the valid pool (0.5
-  when the pool's range is 0) and ``success_ratio`` is alive children / children (0.5 with no
-  children). Children are the node's mutates and merges (``parent_id``) *and* merges whose
+  ``norm`` is the node's direction-aware fitness as a *mid-rank percentile* over the valid
+  pool — (other pool nodes it beats + ½·those it ties) / other pool nodes, 0.5 when it has
+  none or all tie — and ``success_ratio`` is alive children / children (0.5 with no
+  children). SPEC §8 and upstream min–max normalise; issue 17 replaced that because one weak
+  valid node squeezes every good node into ``norm`` ≈ 1 (circle packing, 30 steps, seed 0:
+  drafts at 0.98–1.5 and the rest at 2.57–2.63 gave the five best nodes norms within 0.02,
+  so recency and the success ratio decided and the run's best node was never a merge gene
+  source in 8 merges). The rank keeps the weight of fitness (0.5) where SPEC §8 puts it. Children are the node's mutates and merges (``parent_id``) *and* merges whose
   ``metadata.gene_sources`` use the node (:meth:`Journal.children_of`); a child is alive when
   it is neither dead nor buggy.
 * gene pheromone: mean node pheromone of the valid nodes that carry the gene (same
@@ -34,6 +39,7 @@ Upstream bugs this module avoids (each has a test in ``tests/test_pheromone.py``
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from statistics import fmean
@@ -81,9 +87,8 @@ class _Context:
         self.current_step = current_step
         self.nodes = journal.nodes
         self.pool = [n for n in self.nodes if journal.is_valid(n)]
-        fits = [n.fitness for n in self.pool if n.fitness is not None]
-        self.lo = min(fits) if fits else 0.0
-        self.hi = max(fits) if fits else 0.0
+        self.pool_ids = {n.id for n in self.pool}
+        self.fits = sorted(n.fitness for n in self.pool if n.fitness is not None)
         # children per node id: same relation as Journal.children_of, counted once per child
         self.children: dict[str, list[Node]] = {}
         for child in self.nodes:
@@ -94,12 +99,20 @@ class _Context:
                 self.children.setdefault(pid, []).append(child)
 
     def norm(self, node: Node) -> float:
+        """Mid-rank percentile of the node's fitness among the *other* valid nodes (module
+        docstring): 1 beats all, 0 beats none, ties count half; 0.5 with no other valid
+        node; 0 without a fitness."""
         fit = node.fitness
         if fit is None:
             return 0.0
-        if self.hi - self.lo <= 0:
+        below = bisect.bisect_left(self.fits, fit)
+        equal = bisect.bisect_right(self.fits, fit) - below
+        if node.id in self.pool_ids:
+            equal -= 1  # the node itself
+        others = len(self.fits) - (1 if node.id in self.pool_ids else 0)
+        if others <= 0:
             return NEUTRAL
-        return min(1.0, max(0.0, (fit - self.lo) / (self.hi - self.lo)))
+        return (below + 0.5 * equal) / others
 
     def success_ratio(self, node: Node) -> float:
         kids = self.children.get(node.id, [])
@@ -127,8 +140,8 @@ def node_pheromone(node: Node, journal: Journal, current_step: int) -> float:
     """Node pheromone at ``current_step`` (SPEC §8), in [0, 1].
 
     ``0.5·norm + 0.3·success_ratio + 0.2·exp(−0.05·(current_step − node.step))``. ``norm`` is
-    the direction-aware fitness min–max normalised over the journal's valid pool (0.5 when the
-    range is 0; a node outside the pool is clamped into [0, 1], 0 without a metric). The age is
+    the direction-aware fitness's mid-rank percentile among the journal's other valid nodes
+    (module docstring; 0.5 when there are none or all tie, 0 without a metric). The age is
     clamped at 0 when ``current_step`` is not after ``node.step``.
 
     Raises:
@@ -188,7 +201,7 @@ def quality(gene_ph: float, node_ph: float) -> float:
 
 
 def build_gene_pools(
-    journal: Journal, current_step: int, loci: Sequence[str] = LOCI
+    journal: Journal, current_step: int, loci: Sequence[str] = LOCI, exclude_source: str | None = None
 ) -> dict[str, list[GeneCandidate]]:
     """The gene registry at ``current_step``: ``{locus: [GeneCandidate, ...]}``, best first.
 
@@ -196,6 +209,13 @@ def build_gene_pools(
     grouped by gene_id per locus; each list is sorted by quality (descending), then the
     source's fitness (descending), the source's step, and gene_id, so the order is
     deterministic. A locus no valid node carries maps to an empty list.
+
+    ``exclude_source``: the genes as *other* nodes offer them (the merge's degenerate check,
+    seed 000 G: "the best gene from another node"): the source is the best carrier other
+    than that node, and a gene only that node carries is left out. A gene the node shares
+    with others stays (its gene pheromone still counts every carrier): it *is* available from
+    another node, and dropping it — upstream's reading, whose registry keeps one source per
+    gene — made every degenerate merge give up the genes the best nodes agree on (issue 17).
     """
     ctx = _Context(journal, current_step)
     ph = {n.id: ctx.pheromone(n) for n in ctx.pool}
@@ -207,8 +227,11 @@ def build_gene_pools(
                 groups.setdefault(gene_id(n.genes[locus]), []).append(n)
         cands: list[GeneCandidate] = []
         for gid, carriers in groups.items():
+            offering = [c for c in carriers if c.id != exclude_source]
+            if not offering:
+                continue
             source = max(
-                carriers,
+                offering,
                 key=lambda c: (ph[c.id], c.fitness if c.fitness is not None else -math.inf, -(c.step or 0)),
             )
             last_seen = max(c.step or 0 for c in carriers)

@@ -4,7 +4,9 @@ SPEC §6 and seed 000 decisions G, H, L, M:
 
 * merge (G, L): per locus the top-1 gene by quality (:mod:`swarm_evo.pheromone`) over all
   valid nodes; *degenerate check*: when every locus comes from one node, each locus is replaced
-  by the best gene from another node where one exists (kept where none exists); *novelty guard*
+  by the best gene from another node where one exists (kept where none exists) — a gene that
+  another valid node carries counts, even when the registry names the dominant node as its
+  source (issue 17); *novelty guard*
   (SPEC addition): when the plan's key (gene ids in loci order) was merged before, the locus
   with the smallest quality margin (current choice − runner-up) is swapped for its runner-up,
   then the next smallest, never undoing a swap, until the plan is new or no swap is left. The
@@ -153,7 +155,13 @@ def select_gene_plan(
 
     1. Top-1 gene by quality per locus over the whole valid pool.
     2. Degenerate check: when all loci come from one node, each locus takes the best gene from
-       another node where one exists (recorded in ``degenerate_replaced``).
+       another node where one exists (recorded in ``degenerate_replaced``). A gene counts as
+       "from another node" when another valid node *carries* it, whichever carrier the
+       registry names as its source (``build_gene_pools(exclude_source=...)``): a gene the
+       dominant node shares stays, sourced from its best other carrier (issue 17: keying
+       on the registry's one source dropped every shared gene, so in a 30-step a280 run no
+       degenerate merge kept more than one of the best node's 3 genes and six of eight took
+       a perturbation 0.06 worse than the one five nodes shared).
        With ``mix_after_degenerate`` (an addition to seed 000): when the replacements all
        come from one other node — the plan would copy that node, which is what happens
        whenever the nodes share no genes — the replaced locus where the dominant node's gene
@@ -179,10 +187,11 @@ def select_gene_plan(
     if _is_degenerate(plan.genes):
         dominant = next(iter(plan.genes.values())).source_node_id
         plan.dominant_node_id = dominant
+        alternatives = build_gene_pools(journal, current_step, loci, exclude_source=dominant)
         for locus in loci:
             if locus not in eligible:
                 continue
-            others = [c for c in eligible[locus] if c.source_node_id != dominant]
+            others = alternatives[locus]
             if others:
                 eligible[locus] = others
                 plan.genes[locus] = others[0]

@@ -2,6 +2,7 @@
 
 Formulas under test:
   node  = 0.5·norm + 0.3·success_ratio + 0.2·exp(−0.05·(current_step − node.step))
+          norm = mid-rank percentile of the fitness among the other valid nodes (issue 17)
   gene  = mean(carrier node pheromone) · exp(−0.03·(current_step − last_seen_step))
   quality = 0.3·gene + 0.7·node(source)
 """
@@ -65,9 +66,9 @@ def test_formula_by_hand():
     j.append(node("m1", metric=0.3, operation="mutate", phase=2, parent_id=a.id))
     j.append(node("m2", is_buggy=True, dead=True, operation="mutate", phase=2, parent_id=a.id))
     step = 6
-    # valid pool fitness: a 0.2, b 0.6, c 1.0, m1 0.3 -> range [0.2, 1.0]
+    # valid pool fitness: a 0.2, b 0.6, c 1.0, m1 0.3 -> a beats 0 of 3 others, b 2 (a, m1), c 3
     assert node_pheromone(a, j, step) == pytest.approx(0.5 * 0.0 + 0.3 * 0.5 + 0.2 * recency(5))
-    assert node_pheromone(b, j, step) == pytest.approx(0.5 * 0.5 + 0.3 * 0.5 + 0.2 * recency(4))
+    assert node_pheromone(b, j, step) == pytest.approx(0.5 * 2 / 3 + 0.3 * 0.5 + 0.2 * recency(4))
     assert node_pheromone(c, j, step) == pytest.approx(0.5 * 1.0 + 0.3 * 0.5 + 0.2 * recency(3))
     # node_pheromones covers the valid pool with the same values
     ph = node_pheromones(j, step)
@@ -80,6 +81,25 @@ def test_zero_range_gives_neutral_norm():
     a = j.append(node("a", metric=0.4))
     j.append(node("b", metric=0.4))
     assert node_pheromone(a, j, 3) == pytest.approx(0.5 * 0.5 + 0.3 * 0.5 + 0.2 * recency(2))
+
+
+def test_norm_is_a_rank_so_one_weak_node_does_not_flatten_the_good_ones():
+    """Issue 17: with min–max, one valid node far below the rest put every good node at
+    norm ≈ 1, and recency picked the merge sources (circle packing: the run's best node was
+    never a gene source). The rank keeps the fitness order worth its 0.5 weight."""
+    j = journal()
+    best = j.append(node("best", metric=2.6285))
+    j.append(node("weak", metric=0.98))
+    j.append(node("mid", metric=2.6138))
+    newer = j.append(node("newer", metric=2.6273))
+    # others of best: weak, mid, newer -> beats 3 of 3; newer beats weak and mid -> 2/3
+    assert node_pheromone(best, j, 5) == pytest.approx(0.5 * 1.0 + 0.15 + 0.2 * recency(4))
+    assert node_pheromone(newer, j, 5) == pytest.approx(0.5 * 2 / 3 + 0.15 + 0.2 * recency(1))
+    # min–max gave newer a norm of 0.9993 and so the higher pheromone (recency 0.2 vs 0.15)
+    assert node_pheromone(best, j, 5) > node_pheromone(newer, j, 5)
+    # ties count half: two equal nodes among others
+    j.append(node("twin", metric=2.6285))
+    assert node_pheromone(best, j, 6) == pytest.approx(0.5 * 3.5 / 4 + 0.15 + 0.2 * recency(5))
 
 
 # ---------------------------------------------------------------- upstream bug: direction

@@ -79,15 +79,26 @@ def test_degenerate_replacement_that_copies_one_node_gives_one_locus_back():
     assert primary_parent(plan, j) is b
 
 
-def test_degenerate_locus_kept_when_no_other_source():
+def test_degenerate_check_keeps_a_gene_another_node_carries():
+    """Seed 000 G replaces each locus of a degenerate plan with "the best gene from another
+    node". A gene the dominant node shares *is* available from another node: it stays,
+    sourced from that carrier (issue 17). Keyed on the registry's single source (the best
+    carrier, here the dominant), the shared LOSS was dropped for c's worse one."""
     shared = "loss = HuberLoss(delta=1.0, reduction='mean')\n"
-    j = journal(("a", 0.9, {"genes": {"LOSS": shared}}), ("b", 0.5, {"genes": {"LOSS": shared}}))
-    a, b = j.nodes
-    plan = select_gene_plan(j, 3, loci=LOCI3)
+    j = journal(("a", 0.9, {"genes": {"LOSS": shared}}), ("b", 0.5, {"genes": {"LOSS": shared}}),
+                ("c", 0.1, {}))
+    a, b, c = j.nodes
+    assert build_gene_pools(j, 4, LOCI3)["LOSS"][0].source_node_id == a.id
+    plan = select_gene_plan(j, 4, loci=LOCI3, mix_after_degenerate=False)
     assert plan.dominant_node_id == a.id
-    assert plan.degenerate_replaced == ["DATA", "MODEL"]
-    assert plan.sources() == {"DATA": b.id, "MODEL": b.id, "LOSS": a.id}
-    assert plan.degenerate_restored is None
+    assert plan.degenerate_replaced == list(LOCI3)
+    assert plan["LOSS"].gene_id == G.gene_id(shared)
+    assert plan.sources() == {"DATA": b.id, "MODEL": b.id, "LOSS": b.id}
+    # with the default mixing the copy of b gives the locus a leads most back to a
+    mixed = select_gene_plan(j, 4, loci=LOCI3)
+    assert mixed.degenerate_restored == "DATA"
+    assert mixed.sources() == {"DATA": a.id, "MODEL": b.id, "LOSS": b.id}
+    assert mixed["LOSS"].gene_id == G.gene_id(shared)
 
 
 def _margins(plan: GenePlan, j: Journal, step: int) -> dict[str, float]:
@@ -97,7 +108,7 @@ def _margins(plan: GenePlan, j: Journal, step: int) -> dict[str, float]:
     for l in LOCI3:
         elig = pools[l]
         if l in plan.degenerate_replaced:
-            elig = [c for c in elig if c.source_node_id != plan.dominant_node_id]
+            elig = build_gene_pools(j, step, LOCI3, exclude_source=plan.dominant_node_id)[l]
         if len(elig) > 1:
             out[l] = elig[0].quality - elig[1].quality
     return out
