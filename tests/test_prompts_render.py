@@ -80,9 +80,10 @@ def _open(tmp: Path, *, competition: bool, **overrides):
     return open_session(problem="circle-packing", run_dir=tmp / "run", config=config, endpoint=endpoint)
 
 
-def _program(loci, stub: str | None = None, alpha: int = 1) -> str:
+def _program(loci, stub: str | None = None, alpha: int = 1, beta: int = 2) -> str:
     body = {locus: f"value_{locus.lower()} = compute_{locus.lower()}(alpha=1, beta=2)\n" for locus in loci}
     body[loci[0]] = f"value_{loci[0].lower()} = compute_{loci[0].lower()}(alpha={alpha}, beta=2)\n"
+    body[loci[1]] = f"value_{loci[1].lower()} = compute_{loci[1].lower()}(alpha=1, beta={beta})\n"
     if stub:
         body[stub] = "# Not applicable — handled by the model.\n"
     return "import numpy as np\n" + "".join(f"# [SECTION: {locus}]\n{body[locus]}" for locus in loci)
@@ -102,10 +103,11 @@ def _append(session, **kw):
 
 def _populate(session) -> None:
     loci = list(session.loci)
-    _append(session, metric=0.78, code=_program(loci), approach_tag="LightGBM + 5-fold CV",
+    # both valid nodes leave the third locus 'Not applicable', so a merge's scaffold has that stub
+    _append(session, metric=0.78, code=_program(loci, stub=loci[2]), approach_tag="LightGBM + 5-fold CV",
             plan="Train LightGBM with 5-fold CV.", agent_id="agent-1", term_out="fold 1: 0.78\nValidation metric: 0.78\n")
     # differs from the first at two loci, so a merge plan exists that rebuilds neither (issue 16)
-    _append(session, metric=0.80, code=_program(loci, stub=loci[2], alpha=3), approach_tag="unknown",
+    _append(session, metric=0.80, code=_program(loci, stub=loci[2], alpha=3, beta=5), approach_tag="unknown",
             plan="Use a random forest on engineered cabin features. Then tune it.", agent_id="agent-2",
             term_out="Validation metric: 0.80\n")
     _append(session, metric=None, is_buggy=True, dead=True, code=_program(loci), approach_tag="MLP on one-hot features",
