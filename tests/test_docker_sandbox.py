@@ -203,10 +203,20 @@ def test_gpu_request_reaches_host_config(sandbox, tmp_path, public_dir, docker_c
 
 def test_gpu_request_on_host_without_nvidia_runtime_is_a_clear_error(docker_client):
     sb = DockerSandbox(gpus="all", num_threads=1, client=docker_client)
+    created = []  # this sandbox's containers (under pytest-xdist other workers have theirs)
+    create = sb.create_container
+
+    def recorded(*args, **kwargs):
+        container = create(*args, **kwargs)
+        created.append(container.id)
+        return container
+
+    sb.create_container = recorded
     with pytest.raises(SandboxUnavailableError) as err:
         describe_runtime(sb)
     assert "nvidia-container-toolkit" in str(err.value) and "gpus to none" in str(err.value)
-    assert not docker_client.containers.list(all=True, filters={"label": LABEL})
+    assert created, "the probe created its container before the start failed"
+    assert not [c for c in docker_client.containers.list(all=True, filters={"label": LABEL}) if c.id in created]
 
 
 def test_missing_image_and_unreachable_daemon_are_clear_errors(docker_client, monkeypatch):

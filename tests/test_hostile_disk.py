@@ -85,7 +85,7 @@ def test_ten_gigabytes_stop_at_the_disk_limit(backend: Backend, scene: Scene, ca
     assert grown <= LIMIT_MB + OVERSHOOT_MB, f"the directory holds {grown:.0f} MiB"
     assert_no_strays(scene.marker, scene.workdir)
     if backend.client is not None:
-        assert not our_containers(backend.client), "a container of the Docker backend remains"
+        assert not our_containers(backend.client, scene.workdir), "a container of the Docker backend remains"
 
 
 def test_a_program_within_the_limit_is_unaffected_and_leftovers_do_not_count(backend: Backend, tmp_path: Path):

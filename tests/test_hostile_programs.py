@@ -182,6 +182,8 @@ def assert_no_strays(marker: str, workdir: Path, within: float = 3.0) -> None:
 
 
 def our_containers(client, workdir: Path | None = None) -> list:
+    """Containers of the Docker backend, only those of ``workdir`` when given (a test checks its
+    own: under pytest-xdist another worker's containers exist at the same time)."""
     containers = client.containers.list(all=True, filters={"label": LABEL})
     if workdir is not None:
         containers = [c for c in containers if c.labels.get(WORKDIR_LABEL) == str(workdir)]
@@ -229,7 +231,7 @@ def test_hostile_program(backend: Backend, scene: Scene, case: str, monkeypatch)
     # nothing left running
     assert_no_strays(scene.marker, scene.workdir)
     if backend.client is not None:
-        assert not our_containers(backend.client), "a container of the Docker backend remains"
+        assert not our_containers(backend.client, scene.workdir), "a container of the Docker backend remains"
     # the run directory around the node, the public data and the canary are untouched
     assert snapshot(scene.run_dir, skip=scene.workdir) == {
         k: v for k, v in run_before.items() if not k.startswith("nodes/hostile-node")
@@ -335,7 +337,7 @@ def killed_run_process(kind: str, sandbox, client, scene: Scene) -> None:
         assert our_containers(client, scene.workdir), "expected the container to survive"
         removed = remove_stray_containers(scene.run_dir, client=client)
         assert len(removed) == 1 and removed[0].startswith("swarm-evo-")
-        assert not our_containers(client)
+        assert not our_containers(client, scene.workdir)
         assert remove_stray_containers(scene.run_dir, client=client) == []
     assert_no_strays(scene.marker, scene.workdir, within=3.0)
     gone_after = time.monotonic() - killed_at
@@ -360,7 +362,8 @@ def test_remove_stray_containers_only_touches_its_directory(request, tmp_path: P
     try:
         assert mine.labels[WORKDIR_LABEL] == str(tmp_path / "run" / "nodes" / "a")
         assert remove_stray_containers(tmp_path / "run", client=client) == [mine.name]
-        assert [c.name for c in our_containers(client)] == [other.name]
+        left = [c.name for d in ("run/nodes/a", "elsewhere/b") for c in our_containers(client, tmp_path / d)]
+        assert left == [other.name]
     finally:
         for c in (mine, other):
             try:
