@@ -8,6 +8,12 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# Programs, and the `swarm-evo` processes the tests start, run single-threaded (the sandbox keeps
+# a thread count that is already set, `env_scrub.scrub_env`): the suite runs programs side by side
+# (two workers under `pytest -n 2`, two steps per search) on 2 cores, where OpenMP's spinning threads
+# made one HistGradientBoosting program take 150 s instead of a few (tests/test_same_journal.py).
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 import pytest
 
@@ -125,11 +131,13 @@ def pytest_collection_modifyitems(config, items):
     """Marks ``slow`` every test that uses a :data:`SLOW_FIXTURES` fixture (others carry the mark
     themselves: real programs, subprocess runs), so ``pytest -m "not slow"`` is the quick loop.
 
-    Under pytest-xdist (``-n N --dist loadgroup``) every test of a module that uses the real
-    Docker engine or times hostile programs runs on one worker, in file order: the
-    ``docker_client`` fixture's check that no container of ours is left behind, and the
-    "ends within the timeout + 5 s" bounds of the hostile-program tests, assume no other
-    worker starts containers or loads the CPUs with its own hostile programs meanwhile."""
+    Under pytest-xdist (``-n N --dist loadgroup``, what `.ci/run` uses) the tests of a module with a
+    module-scoped fixture (a search that several tests read) run on one worker (an ``xdist_group``
+    named after the module), so that fixture runs once, not once per worker; other tests go to
+    whichever worker is free. Every module that uses the real Docker engine or times hostile
+    programs shares one group ("serial"), in file order: the "ends within the timeout + 5 s"
+    bounds of the hostile-program tests assume no other worker loads the CPUs with its own hostile
+    programs or containers meanwhile."""
     serial_modules = {item.module.__name__ for item in items
                       if "docker_client" in getattr(item, "fixturenames", ()) or item.module.__name__.startswith("test_hostile")}
     for item in items:
@@ -137,5 +145,16 @@ def pytest_collection_modifyitems(config, items):
         docker_case = callspec is not None and "docker" in callspec.params.values()  # a backend parameter
         if docker_case or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        if item.module.__name__ in serial_modules:
+        module = item.module.__name__
+        if module in serial_modules:
             item.add_marker(pytest.mark.xdist_group("serial"))
+        elif _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+def _uses_a_module_fixture(item) -> bool:
+    """Whether ``item`` needs a fixture scoped to its module or class (run once per worker that
+    runs one of the module's tests)."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(defs and defs[-1].scope in ("module", "class") for defs in definitions)
