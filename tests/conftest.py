@@ -127,6 +127,7 @@ API, the Docker engine, the stand-in model server or the program environment's l
 a case whose backend parameter is ``"docker"`` (it asks for ``docker_client`` when it runs)."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Marks ``slow`` every test that uses a :data:`SLOW_FIXTURES` fixture (others carry the mark
     themselves: real programs, subprocess runs), so ``pytest -m "not slow"`` is the quick loop.
