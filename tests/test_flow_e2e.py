@@ -39,9 +39,13 @@ def _artifacts(key_prefix: str):
     return asyncio.run(read())
 
 
+STEPS = 10
+"""Six drafts (one epoch), then one Phase 2 epoch of four steps."""
+
+
 @pytest.fixture(scope="module")
 def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
-    """One offline run on spaceship-titanic: 14 nodes, 2 workers, both phases; programs run in
+    """One offline run on spaceship-titanic: 10 nodes, 2 workers, both phases; programs run in
     the program environment (`swarm-evo env build`; the default interpreter once built, which
     tests/test_program_env.py checks — the suite hides it, so the run names it)."""
     from flows.two_phase_evo import two_phase_evo
@@ -62,7 +66,7 @@ def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
         data_dir=str(data_dir),
         run_dir=str(run_dir),
         model="offline",
-        max_steps=14,
+        max_steps=STEPS,
         seed=0,
         parallel_workers=2,
         config_path=str(config),
@@ -75,8 +79,8 @@ def test_run_fills_budget_with_both_phases(spaceship_run):
     summary, run_dir = spaceship_run
     journal = json.loads((run_dir / "journal.json").read_text())
     nodes = journal["nodes"]
-    assert len(nodes) == 14, "every step appends exactly one node and the budget is never exceeded"
-    assert [n["step"] for n in nodes] == list(range(1, 15))
+    assert len(nodes) == STEPS, "every step appends exactly one node and the budget is never exceeded"
+    assert [n["step"] for n in nodes] == list(range(1, STEPS + 1))
     assert {n["phase"] for n in nodes} == {1, 2}
     first_phase2 = min(n["step"] for n in nodes if n["phase"] == 2)
     assert all(n["operation"] == "draft" for n in nodes if n["step"] < first_phase2)
@@ -94,7 +98,7 @@ def test_run_fills_budget_with_both_phases(spaceship_run):
             assert n["parent_id"] is None
         timings = n["metadata"]["timings"]
         assert timings["wall"] >= timings["exec"] >= 0
-    assert summary["nodes"] == 14
+    assert summary["nodes"] == STEPS
 
 
 def test_programs_use_the_program_environment_and_its_libraries(spaceship_run, programs_python):
@@ -144,10 +148,10 @@ def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
         by_flow.setdefault(flow_of[r.id], []).append(r)
     assert {"two-phase-evo", "phase1-draft", "phase2-evolve", "draft-step", "phase2-step"} <= set(by_flow)
     ours = [r for r in by_flow["draft-step"] + by_flow["phase2-step"] if r.parameters["run_dir"] == str(run_dir)]
-    assert len(ours) == 14
+    assert len(ours) == STEPS
     assert all(r.parent_task_run_id is not None for r in ours), "steps are subflows of the phase flows"
     debugged = [n for n in journal["nodes"] if n["debug_attempts"] > 0]
-    assert debugged, "fault_rate 0.4 over 14 nodes plants at least one bug"
+    assert debugged, f"fault_rate 0.4 over {STEPS} nodes plants at least one bug"
     attempts = [r for r in by_flow.get("debug-attempt", []) if r.parameters["run_dir"] == str(run_dir)]
     assert len(attempts) == sum(n["debug_attempts"] for n in journal["nodes"])
     for node in debugged:
@@ -173,4 +177,4 @@ def test_prefect_artifacts_show_table_progress_and_report(spaceship_run):
     assert "Grading report" in kinds["report"].data
     table = kinds["nodes"].data
     rows = json.loads(table) if isinstance(table, str) else table
-    assert len(rows) == 14
+    assert len(rows) == STEPS

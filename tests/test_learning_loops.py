@@ -21,10 +21,14 @@ def _git_status() -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
+STEPS = 12
+INTERVAL = 2
+
+
 @pytest.fixture(scope="module")
 def wine_run(prefect_server, tmp_path_factory):
-    """20 steps on sklearn-wine: 2 steps per epoch, Phase 1 ends at 4 valid nodes, agents
-    evolve every 3 global epochs once 4 records exist."""
+    """12 steps on sklearn-wine: 2 steps per epoch, Phase 1 ends at 4 valid nodes, agents
+    evolve every 2 global epochs once 4 records exist (so at least once in each phase)."""
     from flows.two_phase_evo import two_phase_evo
     from swarm_evo.competition import prepare_competition
 
@@ -33,12 +37,12 @@ def wine_run(prefect_server, tmp_path_factory):
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({
         "search": {"steps_per_epoch": 2, "phase1_target_nodes": 4, "parallel_workers": 2},
-        "agents": {"num_agents": 4, "evolution_interval": 3, "evolution_min_records": 4},
+        "agents": {"num_agents": 4, "evolution_interval": INTERVAL, "evolution_min_records": 4},
     }))
     run_dir = tmp / "wine-loops"
     status_before = _git_status()
     summary = two_phase_evo(competition_id="sklearn-wine", data_dir=str(tmp / "data"), run_dir=str(run_dir),
-                            model="offline", max_steps=20, seed=2, config_path=str(config))
+                            model="offline", max_steps=STEPS, seed=2, config_path=str(config))
     return run_dir, summary, status_before
 
 
@@ -49,13 +53,13 @@ def _nodes(run_dir: Path) -> list[dict]:
 def test_every_node_has_an_agent_and_feeds_dispatcher_and_experience(wine_run):
     run_dir, _, _ = wine_run
     nodes = _nodes(run_dir)
-    assert len(nodes) == 20 and all(n["agent_id"] for n in nodes)
+    assert len(nodes) == STEPS and all(n["agent_id"] for n in nodes)
     records = [json.loads(line) for line in (run_dir / "experience.jsonl").read_text().splitlines()]
     assert [r["node_id"] for r in records] == [n["id"] for n in sorted(nodes, key=lambda n: n["step"])]
     assert all(r["quality"] == n["metadata"]["quality"] for r, n in zip(records, sorted(nodes, key=lambda n: n["step"])))
     dispatcher = json.loads((run_dir / "agents" / "dispatcher.json").read_text())
     updates = sum(sum(ops.values()) for ops in dispatcher["updates"].values())
-    assert updates == 20, "the dispatcher is updated after every step"
+    assert updates == STEPS, "the dispatcher is updated after every step"
     assert len({n["agent_id"] for n in nodes}) >= 3
 
 
@@ -69,7 +73,7 @@ def test_agent_evolution_counts_global_epochs_across_both_phases(wine_run):
     assert first_phase2_epoch == last_phase1_epoch + 1, "Phase 2 continues the epoch count"
     evolutions = load_evolutions(run_dir)
     last_epoch = max(n["epoch"] for n in nodes)
-    assert [e.epoch for e in evolutions] == [e for e in range(3, last_epoch + 1, 3)]
+    assert [e.epoch for e in evolutions] == list(range(INTERVAL, last_epoch + 1, INTERVAL))
     assert any(e.epoch > last_phase1_epoch for e in evolutions), "an evolution happened in Phase 2"
     first = evolutions[0]
     assert len(first.rewrites) == 2 and first.elite_id not in {r.agent_id for r in first.rewrites}
@@ -107,8 +111,8 @@ def test_run_report_and_artifacts(wine_run):
     run_dir, summary, _ = wine_run
     report = json.loads((run_dir / "run_report.json").read_text())
     assert set(report["operations"]) == {"draft", "merge", "mutate"}
-    assert sum(op["count"] for op in report["operations"].values()) == 20
-    assert sum(report["steps_per_agent"].values()) == 20
+    assert sum(op["count"] for op in report["operations"].values()) == STEPS
+    assert sum(report["steps_per_agent"].values()) == STEPS
     assert len(report["agent_evolutions"]) >= 2
     nodes = _nodes(run_dir)
     assert report["phase2_started_at_step"] == min(n["step"] for n in nodes if n["phase"] == 2)

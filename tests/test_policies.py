@@ -144,14 +144,15 @@ def test_cli_rejects_an_unknown_policy(capsys):
 
 
 # --------------------------------------------------------------------------- real flow runs
-MAX_STEPS = 7
+MAX_STEPS = {"greedy": 7, "random": 3}
+"""Budgets: greedy drafts 5 nodes before it improves or debugs; random only drafts."""
 
 
 @pytest.fixture(scope="module")
 def policy_runs(prefect_server, tmp_path_factory):
-    """One offline run per policy on sklearn-breast-cancer: 7 nodes, 2 workers, 3 steps per
-    epoch (so the greedy drafts take two epochs); greedy with a higher fault rate and no
-    inner debug attempts, so buggy leaves exist for it to debug."""
+    """One offline run per policy on sklearn-breast-cancer, 2 workers, 3 steps per epoch: greedy
+    7 nodes (its drafts take two epochs) with a higher fault rate and no inner debug attempts, so
+    buggy leaves exist for it to debug; random 3 nodes."""
     from flows.two_phase_evo import two_phase_evo
     from swarm_evo.competition import prepare_competition
 
@@ -168,7 +169,7 @@ def policy_runs(prefect_server, tmp_path_factory):
         run_dir = tmp / f"run-{policy}"
         summary = two_phase_evo(
             competition_id="sklearn-breast-cancer", data_dir=str(data), run_dir=str(run_dir), model="offline",
-            max_steps=MAX_STEPS, seed=3, parallel_workers=2, config_path=str(config), policy=policy,
+            max_steps=MAX_STEPS[policy], seed=3, parallel_workers=2, config_path=str(config), policy=policy,
         )
         runs[policy] = (run_dir, summary, json.loads((run_dir / "journal.json").read_text()))
     return runs
@@ -176,10 +177,10 @@ def policy_runs(prefect_server, tmp_path_factory):
 
 def _check_common(run_dir, summary, journal, policy):
     nodes = journal["nodes"]
-    assert len(nodes) == MAX_STEPS, "node count = budget"
-    assert [n["step"] for n in nodes] == list(range(1, MAX_STEPS + 1))
+    assert len(nodes) == MAX_STEPS[policy], "node count = budget"
+    assert [n["step"] for n in nodes] == list(range(1, MAX_STEPS[policy] + 1))
     assert journal["info"]["policy"] == policy and journal["info"]["config"]["search"]["policy"] == policy
-    assert summary["policy"] == policy and summary["nodes"] == MAX_STEPS
+    assert summary["policy"] == policy and summary["nodes"] == MAX_STEPS[policy]
     report = json.loads((run_dir / "grade_report.json").read_text())
     assert report["competition_id"] == "sklearn-breast-cancer"
     assert report["valid_submission"] is True and report["score"] == summary["grade_report"]["score"]
@@ -225,4 +226,4 @@ def test_a_run_directory_keeps_its_policy(policy_runs):
     run_dir, _, journal = policy_runs["random"]
     with pytest.raises(RunDirectoryError, match="random run"):
         two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=journal["info"]["data_dir"],
-                      run_dir=str(run_dir), model="offline", max_steps=MAX_STEPS + 1, seed=3, policy="greedy")
+                      run_dir=str(run_dir), model="offline", max_steps=MAX_STEPS["random"] + 1, seed=3, policy="greedy")
