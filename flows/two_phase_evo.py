@@ -29,6 +29,7 @@ from tasks.artifacts import (
     publish_node_table,
     publish_run_report,
     start_progress,
+    update_progress,
 )
 from swarm_evo.sandbox.program_env import program_env_warning, resolve_program_python
 from tasks.gpu import ensure_gpu_limit
@@ -246,6 +247,7 @@ def two_phase_evo(
     else:
         with subflow_context(heartbeats):
             epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
+    update_progress(key, final=True)  # the steps update it at most every PROGRESS_INTERVAL s
     best, grade = grade_best(key)
     publish_node_table(key)
     publish_run_report(key, write_run_report(key))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -26,7 +27,12 @@ from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
 from tasks._policy import TASK_DEFAULTS
 
-_PROGRESS: dict[str, str] = {}
+PROGRESS_INTERVAL = 2.0
+"""Least seconds between two updates of a run's progress artifact. One update per node (a PATCH,
+≈ 20 ms) was a tenth of the orchestration per node (issue 16); the UI needs no more than one
+every few seconds, and the end of the search always updates it (``final=True``)."""
+
+_PROGRESS: dict[str, list] = {}  # run dir -> [artifact id, monotonic time of the last update]
 _LOCK = threading.Lock()
 
 
@@ -46,15 +52,21 @@ def start_progress(run_dir: str) -> None:
         description=f"Nodes in the journal of {session.objective.id}, as % of the budget",
     )
     with _LOCK:
-        _PROGRESS[run_dir] = str(artifact_id)
+        _PROGRESS[run_dir] = [str(artifact_id), time.monotonic()]
 
 
-def update_progress(run_dir: str) -> None:
-    """Set the progress artifact to the journal's share of the budget."""
+def update_progress(run_dir: str, final: bool = False) -> None:
+    """Set the progress artifact to the journal's share of the budget and its description to the
+    progress line (nodes, valid, best, cost). Skipped when the last update is less than
+    :data:`PROGRESS_INTERVAL` s old, unless ``final`` (the end of the search)."""
     with _LOCK:
-        artifact_id = _PROGRESS.get(run_dir)
-    if artifact_id is None:
-        return
+        entry = _PROGRESS.get(run_dir)
+        if entry is None:
+            return
+        now = time.monotonic()
+        if not final and now - entry[1] < PROGRESS_INTERVAL:
+            return
+        artifact_id, entry[1] = entry[0], now
     session = get_session(run_dir)
     update_progress_artifact(
         artifact_id=artifact_id,
