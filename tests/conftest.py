@@ -135,19 +135,18 @@ def pytest_collection_modifyitems(config, items):
     Under pytest-xdist (``-n N --dist loadgroup``, what `.ci/run` uses) the tests of a module with a
     module-scoped fixture (a search that several tests read) run on one worker (an ``xdist_group``
     named after the module), so that fixture runs once, not once per worker; other tests go to
-    whichever worker is free. Every module that uses the real Docker engine or times hostile
-    programs shares one group ("serial"), in file order: the "ends within the timeout + 5 s"
-    bounds of the hostile-program tests assume no other worker loads the CPUs with its own hostile
-    programs or containers meanwhile."""
-    serial_modules = {item.module.__name__ for item in items
-                      if "docker_client" in getattr(item, "fixturenames", ()) or item.module.__name__.startswith("test_hostile")}
+    whichever worker is free. Every test that uses the real Docker engine, and every test of the
+    hostile-program modules, shares one group ("serial"), in file order: the "ends within the
+    timeout + 5 s" bounds of the hostile-program tests assume no other worker loads the CPUs with
+    its own hostile programs or containers meanwhile, and the Docker engine's session check (no
+    container of ours left behind) assumes no other worker has containers running."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         docker_case = callspec is not None and "docker" in callspec.params.values()  # a backend parameter
         if docker_case or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         module = item.module.__name__
-        if module in serial_modules:
+        if docker_case or "docker_client" in getattr(item, "fixturenames", ()) or module.startswith("test_hostile"):
             item.add_marker(pytest.mark.xdist_group("serial"))
         elif _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(module))
