@@ -11,7 +11,8 @@ Modes:
 
 ``prefect``
     ``two_phase_evo`` (the real flow) against a temporary local API
-    (``prefect_test_harness``: a server subprocess on a fresh SQLite DB). ``--heartbeats on``
+    (``prefect_test_harness``: a server subprocess on a fresh SQLite DB; with ``--postgres-url``,
+    a server subprocess on a fresh database of that PostgreSQL server, dropped afterwards). ``--heartbeats on``
     keeps Prefect's flow-run heartbeats at ``--heartbeat-frequency`` (Prefect 3.8's default is
     180 s, the minimum it accepts 30 s); ``off`` sets ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` to
     None (only possible through ``temporary_settings``: the environment variable cannot be None).
@@ -46,6 +47,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -118,6 +120,48 @@ class _RetryCounter(logging.Filter):
         return record.levelno >= self.level
 
 
+@contextmanager
+def _postgres_api(server_url: str, label: str):
+    """A Prefect API server subprocess on a new database of the PostgreSQL server ``server_url``
+    (``postgresql+asyncpg://user@host:port/maintenance-db``), as ``prefect_test_harness`` does for
+    SQLite; the database is dropped afterwards."""
+    import asyncio
+    import socket
+
+    import asyncpg
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
+    from sqlalchemy.engine import make_url
+
+    url = make_url(server_url)
+    name = f"swarm_evo_bench_{label}_{os.getpid()}".replace("-", "_")
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def admin(sql: str) -> None:
+        connection = await asyncpg.connect(dsn)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        database = url.set(database=name).render_as_string(hide_password=False)
+        with temporary_settings({PREFECT_SERVER_DATABASE_CONNECTION_URL: database}):
+            server = SubprocessASGIServer(port=port)
+            server.start(timeout=180)
+            try:
+                with temporary_settings({PREFECT_API_URL: server.api_url}):
+                    yield
+            finally:
+                server.stop()
+    finally:
+        asyncio.run(admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
 def run_prefect(args) -> dict:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
@@ -132,7 +176,9 @@ def run_prefect(args) -> dict:
     config.write_text(f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n")
     extra["config_path"] = str(config)
     retries = _RetryCounter(logging.getLogger("prefect.client"))
-    with prefect_test_harness(server_startup_timeout=180):
+    api = (_postgres_api(args.postgres_url, Path(args.run_dir).name) if args.postgres_url
+           else prefect_test_harness(server_startup_timeout=180))
+    with api:
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: frequency}):
             started = time.perf_counter()
             summary = two_phase_evo(
@@ -286,6 +332,8 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable,
                         help="sandbox.python (default: this interpreter, scikit-learn programs of a few seconds; "
                         "the program environment's optuna drafts run a minute each and add only noise here)")
+    parser.add_argument("--postgres-url", default=None,
+                        help="run the API on a new database of this PostgreSQL server (postgresql+asyncpg://...)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     result = run_prefect(args) if args.mode == "prefect" else run_plain(args)

@@ -6,13 +6,16 @@ configuration, each in its own process against its own temporary Prefect API
 (``prefect_test_harness``; see ``benchmarks/_search_run.py``)::
 
     python benchmarks/orchestration_overhead.py [--competition-id sklearn-breast-cancer]
-        [--data-dir D] [--max-steps 12] [--seed 0] [--repeats 3] [--configs on,off,plain]
+        [--data-dir D] [--max-steps 12] [--seed 0] [--repeats 3] [--configs on,top,off,top-pg,plain]
+        [--postgres-url postgresql+asyncpg://USER@HOST:PORT/DB]
 
 Configurations: ``on`` (heartbeats at Prefect 3.8's default frequency, 180 s, for every flow
 run, subflows included: ``search.subflow_heartbeats: true``; the setting accepts >= 30 s or
 None), ``top`` (the default since issue 16: heartbeats for the top-level flow run only, its
 subflows — phase flows, steps, debug attempts — without; ``flows/_subflow.py``), ``off``
-(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests) and ``plain`` (the same search
+(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests), ``top-pg`` (``top`` with the API's
+database on the PostgreSQL server ``--postgres-url`` instead of SQLite: Prefect's recommended
+database for a shared server, without SQLite's "database is locked" retries) and ``plain`` (the same search
 code with Prefect removed: tasks and flows called as plain functions, no API; the baseline for
 "how much of it is Prefect").
 
@@ -49,6 +52,7 @@ from _search_run import (
 LABELS = {
     "on": "heartbeats on",
     "top": "top-level only",
+    "top-pg": "top, PostgreSQL",
     "off": "heartbeats off",
     "plain": "no Prefect",
 }
@@ -79,13 +83,18 @@ def _stats(results: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_search_arguments(parser, max_steps_help="budget (> 10: Phase 1 is one epoch of 10 drafts)")
-    parser.add_argument("--configs", default="on,top,off,plain", help="comma-separated: on, top, off, plain")
+    parser.add_argument("--configs", default="on,top,off,plain", help="comma-separated: on, top, off, top-pg, plain")
+    parser.add_argument("--postgres-url", default=None,
+                        help="PostgreSQL server for top-pg, e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/postgres "
+                        "(each run creates and drops its own database)")
     parser.add_argument("--heartbeat-frequency", type=int, default=PRODUCTION_HEARTBEAT_SECONDS)
     parser.add_argument("--keep", type=Path, default=None, help="keep runs and logs in this directory")
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     if unknown := set(configs) - set(LABELS):
-        parser.error(f"unknown configurations {sorted(unknown)}; use on, top, off, plain")
+        parser.error(f"unknown configurations {sorted(unknown)}; use on, top, off, top-pg, plain")
+    if "top-pg" in configs and not args.postgres_url:
+        parser.error("configuration top-pg needs --postgres-url")
 
     with tempfile.TemporaryDirectory(prefix="swarm-evo-overhead-") as tmp:
         scratch = (args.keep or Path(tmp)).resolve()
@@ -101,6 +110,7 @@ def main() -> None:
                     f"{config}-r{rep}", scratch,
                     mode="plain" if config == "plain" else "prefect",
                     heartbeats=None if config == "plain" else ("off" if config == "off" else "on"),
+                    postgres_url=args.postgres_url if config == "top-pg" else None,
                     subflow_heartbeats=None if config == "plain" else ("on" if config == "on" else "off"),
                     heartbeat_frequency=args.heartbeat_frequency,
                     competition_id=args.competition_id, data_dir=data_dir, max_steps=args.max_steps,
@@ -136,7 +146,7 @@ def main() -> None:
                   f"(+{on['all_in'] - off['all_in']:.3f} s per node)")
         if "plain" in stats:
             plain = stats["plain"]["all_in"]
-            for config in ("on", "top", "off"):
+            for config in ("on", "top", "off", "top-pg"):
                 if config in stats:
                     share = 1 - plain / stats[config]["all_in"]
                     print(f"Prefect's share of the all-in orchestration, {LABELS[config]}: {share:.0%} "
