@@ -232,9 +232,10 @@ def _check_run(run_dir: Path, comp) -> dict:
 def test_run_end_to_end_local(prefect_server, prepared, comp, tmp_path, capsys):
     """swarm-evo run on the image competition as on a fresh machine: programs run in the
     interpreter given by --python, here the project's own (pillow and scikit-learn only, so the
-    drafts are scikit-learn families on pixels and intensity profiles)."""
+    drafts are scikit-learn families on pixels and intensity profiles). Two drafts, one per worker,
+    as in the Docker run below: what is checked is the image path end to end, not the search."""
     run_dir = tmp_path / "run"
-    code = main(["run", "--competition-id", CID, "--data-dir", str(prepared), "--max-steps", "4",
+    code = main(["run", "--competition-id", CID, "--data-dir", str(prepared), "--max-steps", "2",
                  "--parallel-workers", "2", "--seed", "0", "--run-dir", str(run_dir),
                  "--python", sys.executable])
     out = capsys.readouterr().out
