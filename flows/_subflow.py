@@ -29,10 +29,13 @@ def subflow_context(heartbeats: bool) -> AbstractContextManager:
 
     The quiet settings are built once per settings object (≈ 30 ms each) and entered as a
     :class:`prefect.context.SettingsContext`, a context variable: other threads and the
-    parent flow run keep theirs."""
+    parent flow run keep theirs. Inside a quiet subflow (a step calling a debug attempt) the
+    settings are already quiet: nothing changes."""
     if heartbeats:
         return nullcontext()
     current = get_settings_context()
+    if current.settings.flows.heartbeat_frequency is None:
+        return nullcontext()
     with _LOCK:
         entry = _QUIET.get(id(current.settings))
         if entry is None or entry[0] is not current.settings:

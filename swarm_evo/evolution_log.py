@@ -17,6 +17,7 @@ passed as ``evolution_log`` (nothing when it is missing, None or empty).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Iterable, Sequence
@@ -284,8 +285,18 @@ def failure_constraints(nodes: Iterable[Node], max_constraints: int = 10) -> lis
     return out
 
 
-def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(keyword))
+@functools.lru_cache(maxsize=256)
+def _direction_pattern(keywords: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern for a direction's keywords: any of them, not preceded by a word character."""
+    if not keywords:
+        return None
+    return re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(k) for k in keywords) + ")")
+
+
+@functools.lru_cache(maxsize=4096)
+def _without_comments(code: str) -> str:
+    """``code`` without ``#`` comments (cached: every step scans the programs of every node)."""
+    return _COMMENT.sub("", code)
 
 
 Catalogue = Sequence[tuple[str, Sequence[str]]]
@@ -295,13 +306,14 @@ Catalogue = Sequence[tuple[str, Sequence[str]]]
 def explored_directions(codes: Iterable[str], text_data: bool = False, catalogue: Catalogue | None = None) -> list[str]:
     """Directions of ``catalogue`` (default :data:`DIRECTIONS`) some code uses (catalogue
     order); comments are ignored."""
-    stripped = [_COMMENT.sub("", code or "") for code in codes]
+    # One text, one search per direction: a keyword cannot span the newline between programs.
+    stripped = "\n".join(_without_comments(code or "") for code in codes)
     found = []
     for text, keywords in (DIRECTIONS if catalogue is None else catalogue):
         if text in TEXT_ONLY_DIRECTIONS and not text_data:
             continue
-        patterns = [_keyword_pattern(k) for k in keywords]
-        if any(p.search(code) for code in stripped for p in patterns):
+        pattern = _direction_pattern(tuple(keywords))
+        if pattern is not None and pattern.search(stripped):
             found.append(text)
     return found
 

@@ -27,10 +27,11 @@ from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
 from tasks._policy import TASK_DEFAULTS
 
-PROGRESS_INTERVAL = 2.0
+PROGRESS_INTERVAL = 10.0
 """Least seconds between two updates of a run's progress artifact. One update per node (a PATCH,
-≈ 20 ms) was a tenth of the orchestration per node (issue 16); the UI needs no more than one
-every few seconds, and the end of the search always updates it (``final=True``)."""
+≈ 20 ms) was a tenth of the orchestration per node (issue 16), and nodes of small competitions
+take 2–3 s; a progress bar needs no more than one update every few seconds (the node table
+follows every epoch), and the end of the search always updates it (``final=True``)."""
 
 _PROGRESS: dict[str, list] = {}  # run dir -> [artifact id, monotonic time of the last update]
 _LOCK = threading.Lock()

@@ -7,6 +7,7 @@ submission (columns, row count, id set, missing values) and runs the grader's va
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -40,6 +41,28 @@ def read_submission(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     return table, []
 
 
+@functools.lru_cache(maxsize=8)
+def _sample_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    """The sample submission, read once per file version (every execution and review validates
+    against it)."""
+    return pd.read_csv(path, float_precision="round_trip")
+
+
+def read_sample_submission(competition: Competition) -> pd.DataFrame:
+    """A copy of the competition's sample submission (cached while the file is unchanged).
+
+    Raises:
+        CompetitionError: the file is missing or unreadable (a broken competition, not a bad
+            submission).
+    """
+    path = Path(competition.sample_submission_path)
+    try:
+        stat = path.stat()
+        return _sample_table(str(path), stat.st_mtime_ns, stat.st_size).copy()
+    except Exception as exc:  # noqa: BLE001
+        raise CompetitionError(f"{path}: cannot read sample submission ({exc})") from exc
+
+
 def validate_submission(submission_path: Path, competition: Competition) -> list[str]:
     """Human-readable format errors of ``submission_path`` (empty list = valid).
 
@@ -51,12 +74,7 @@ def validate_submission(submission_path: Path, competition: Competition) -> list
     submission, errors = read_submission(submission_path)
     if submission is None:
         return errors
-    try:
-        sample = pd.read_csv(competition.sample_submission_path, float_precision="round_trip")
-    except Exception as exc:  # noqa: BLE001 - a broken competition, not a bad submission
-        raise CompetitionError(
-            f"{competition.sample_submission_path}: cannot read sample submission ({exc})"
-        ) from exc
+    sample = read_sample_submission(competition)
     errors = structure_errors(
         submission, sample, competition.id_column, competition.target_columns,
         allow_extra=competition.grader.allows_extra_columns,

@@ -258,6 +258,14 @@ def supervise(cfg: dict, in_pidns: bool, wake_fd: int | None = None) -> dict:
             "interrupted": interrupted, "error": None}
 
 
+def _interpreter_paths(cfg: dict) -> list[str]:
+    """The interpreter's paths from the config (``python_paths``: the run process asked the
+    interpreter once, and starts this supervisor with ``-S``, without ``site``), else this
+    interpreter's own."""
+    paths = cfg.get("python_paths")
+    return list(paths) if paths is not None else python_paths()
+
+
 # --------------------------------------------------------------------------- namespaces
 
 
@@ -269,7 +277,7 @@ def _init_main(cfg: dict, alive_r: int, report_w: int) -> None:
         # The supervisor may have died before PR_SET_PDEATHSIG: its pipe end is then closed.
         if select.select([alive_r], [], [], 0)[0]:
             os._exit(1)
-        needed = [cfg["workdir"], *(cfg.get("readonly") or []), *(cfg.get("expose") or []), *python_paths()]
+        needed = [cfg["workdir"], *(cfg.get("readonly") or []), *(cfg.get("expose") or []), *_interpreter_paths(cfg)]
         warnings = setup_mounts(cfg, needed)
         report = supervise(cfg, in_pidns=True)
         report["warnings"] = warnings
@@ -354,7 +362,7 @@ def main(argv: list[str]) -> int:
         if not in_pidns and cfg.get("uid") is not None and not cfg.get("drop_without_namespaces"):
             # Without a mount namespace, paths the program needs may be unreachable for the
             # unprivileged user; keep the caller's user rather than fail every program.
-            blocked = blocked_dirs([cfg["workdir"], *(cfg.get("readonly") or []), *python_paths()],
+            blocked = blocked_dirs([cfg["workdir"], *(cfg.get("readonly") or []), *_interpreter_paths(cfg)],
                                    int(cfg["uid"]), int(cfg["gid"]))
             if blocked:
                 cfg.setdefault("warnings", []).append(

@@ -207,3 +207,9 @@ def python_paths() -> list[str]:
              sys.exec_prefix, sys.base_exec_prefix]
     paths += [p for p in sys.path if p and os.path.isabs(p)]
     return [os.path.realpath(p) for p in paths if os.path.exists(p)]
+
+
+if __name__ == "__main__":  # python -I supervisor_namespace.py: the paths, for the run process
+    import json
+
+    print(json.dumps(python_paths()))
