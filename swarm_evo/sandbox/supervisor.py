@@ -1,8 +1,9 @@
 """Supervisor of one local execution (SPEC §10): run by path, standard library only.
 
 :class:`~swarm_evo.sandbox.local.LocalSandbox` starts this file with the sandbox interpreter
-(``python -I supervisor.py CONFIG_JSON``; PYTHONPATH is scrubbed, so it cannot be imported
-from the package there) and reads one JSON report from the file descriptor ``status_fd``.
+(``python -I -S supervisor.py CONFIG_JSON``; PYTHONPATH is scrubbed, so it cannot be imported
+from the package there; without ``site``, the interpreter's paths the program needs come in the
+config as ``python_paths``) and reads one JSON report from the file descriptor ``status_fd``.
 The supervisor starts the program, enforces its timeout, and makes sure that nothing the
 program started survives it:
 
