@@ -139,8 +139,9 @@ class Journal:
             atomic_write_text(self.path, json.dumps(self.to_dict(), indent=1))
 
     # ----------------------------------------------------------------- mutation
-    def append(self, node: Node) -> Node:
-        """Assign ``node.step`` (1-based journal position), add the node, save; return it.
+    def append(self, node: Node, *, save: bool = True) -> Node:
+        """Assign ``node.step`` (1-based journal position), add the node, save (unless ``save``
+        is False: the caller saves, e.g. after handing in the node's work); return it.
 
         Raises:
             JournalError: a node with the same id is already in the journal.
@@ -151,7 +152,8 @@ class Journal:
             node.step = len(self._nodes) + 1
             self._nodes.append(node)
             self._by_id[node.id] = node
-            self.save()
+            if save:
+                self.save()
             return node
 
     # ----------------------------------------------------------------- queries

@@ -1,5 +1,5 @@
 """End to end: the two-phase-evo flow on real Kaggle data with the offline model, against a
-real Prefect server (prefect_test_harness). Checks the journal, the run files, the grading
+real Prefect server (the session API, tests/conftest.py). Checks the journal, the run files, the grading
 report, and what Prefect recorded: phase flows, step subflows, debug-attempt subflows and the
 artifacts."""
 

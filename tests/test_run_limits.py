@@ -15,6 +15,7 @@ from pathlib import Path
 
 import litellm
 import pytest
+from factories import make_node
 
 from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
 from swarm_evo.journal import Journal
@@ -270,6 +271,24 @@ def _failed_generation(session, error: Exception):
     request = OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
     node = assembly.failed_generation_node(session, f"n{slot}", request, error, epoch=1, wall_seconds=0.1)
     return persistence.append_node(session, node, request)
+
+
+def test_a_new_best_is_handed_in_before_the_journal_file_records_it(tmp_path):
+    """A kill between the two writes must not leave a valid node on disk without its
+    submission (the SIGKILL test above hits that window only now and then)."""
+    session = _session(tmp_path)
+    on_disk_at_hand_in: list[list[str]] = []
+
+    def hand_in(run_dir, node):
+        on_disk_at_hand_in.append([n["id"] for n in json.loads((run_dir / "journal.json").read_text())["nodes"]])
+
+    session.objective.publish_best = hand_in
+    for i, metric in enumerate((0.5, 0.4, 0.7)):  # the second is no improvement: nothing handed in
+        slot = session.budget.reserve()
+        request = OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
+        persistence.append_node(session, make_node(metric=metric, id=f"n{i}"), request)
+    assert on_disk_at_hand_in == [[], ["n0", "n1"]], "handed in before the journal file has the node"
+    assert [n["id"] for n in json.loads((session.run_dir / "journal.json").read_text())["nodes"]] == ["n0", "n1", "n2"]
 
 
 def test_a_model_failing_again_and_again_stops_the_run_as_a_failure(tmp_path):

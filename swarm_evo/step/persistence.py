@@ -22,18 +22,23 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     """Append the step's node to the journal (atomic save), commit its budget slot, and let
     the learning loops see it (SPEC §9): its quality (``metadata.quality``: percentile rank of
     its fitness among valid nodes, 0 when buggy) updates the dispatcher's EMA of its
-    (agent, operation) and becomes an experience record."""
+    (agent, operation) and becomes an experience record.
+
+    A new best node's work is handed in (:func:`publish_best`) before the journal file records
+    the node: a run killed at any moment never has a valid node on disk without its submission.
+    """
     with session.lock:
         node.metadata["quality"] = node_quality(session.journal, node)
         # The run's age at this node, so a resumed run's time limit continues (Budget.for_journal).
         session.journal.info["elapsed_seconds"] = round(session.budget.elapsed(), 3)
-        session.journal.append(node)
+        session.journal.append(node, save=False)
+        publish_best(session)
+        session.journal.save()
     session.budget.commit(request.slot)
     release_request(session, request)
     if node.agent_id:
         session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
         session.experience.add(record_for(node, node.metadata["quality"]))
-    publish_best(session)
     check_limits(session)
     return node
 
