@@ -10,9 +10,13 @@ next. It writes one JSON object (the measurements below) to ``--out``::
 Modes:
 
 ``prefect``
-    ``two_phase_evo`` (the real flow) against a temporary local API
-    (``prefect_test_harness``: a server subprocess on a fresh SQLite DB; with ``--postgres-url``,
-    a server subprocess on a fresh database of that PostgreSQL server, dropped afterwards). ``--heartbeats on``
+    ``two_phase_evo`` (the real flow) against a local API server subprocess on a fresh SQLite
+    database (``PREFECT_HOME`` is new per run): ``--api local`` (default) is the server a
+    ``swarm-evo run`` without ``PREFECT_API_URL`` starts (``flows._ephemeral.LocalAPIServer``:
+    SQLite through one connection), ``--api stock`` Prefect's own ephemeral server
+    (``SubprocessASGIServer``: a pool of connections, "database is locked" 503s); with
+    ``--postgres-url``, a server subprocess on a fresh database of that PostgreSQL server, dropped
+    afterwards. ``--heartbeats on``
     keeps Prefect's flow-run heartbeats at ``--heartbeat-frequency`` (Prefect 3.8's default is
     180 s, the minimum it accepts 30 s); ``off`` sets ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` to
     None (only possible through ``temporary_settings``: the environment variable cannot be None).
@@ -121,16 +125,35 @@ class _RetryCounter(logging.Filter):
 
 
 @contextmanager
+def _api_server(server_class):
+    """An API server subprocess of ``server_class`` (a ``SubprocessASGIServer``) on a free port of
+    127.0.0.1, with this process's settings (database included), ``PREFECT_API_URL`` pointed at it."""
+    import socket
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = server_class(port=port)
+    server.start(timeout=180)
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield
+    finally:
+        server.stop()
+
+
+@contextmanager
 def _postgres_api(server_url: str, label: str):
     """A Prefect API server subprocess on a new database of the PostgreSQL server ``server_url``
     (``postgresql+asyncpg://user@host:port/maintenance-db``), as ``prefect_test_harness`` does for
     SQLite; the database is dropped afterwards."""
     import asyncio
-    import socket
 
     import asyncpg
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
     from sqlalchemy.engine import make_url
 
     url = make_url(server_url)
@@ -146,26 +169,19 @@ def _postgres_api(server_url: str, label: str):
 
     asyncio.run(admin(f"CREATE DATABASE {name}"))
     try:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
         database = url.set(database=name).render_as_string(hide_password=False)
         with temporary_settings({PREFECT_SERVER_DATABASE_CONNECTION_URL: database}):
-            server = SubprocessASGIServer(port=port)
-            server.start(timeout=180)
-            try:
-                with temporary_settings({PREFECT_API_URL: server.api_url}):
-                    yield
-            finally:
-                server.stop()
+            with _api_server(SubprocessASGIServer):
+                yield
     finally:
         asyncio.run(admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 
 
 def run_prefect(args) -> dict:
+    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
 
+    from flows._ephemeral import LocalAPIServer
     from flows.two_phase_evo import two_phase_evo
 
     frequency = args.heartbeat_frequency if args.heartbeats == "on" else None
@@ -177,7 +193,7 @@ def run_prefect(args) -> dict:
     extra["config_path"] = str(config)
     retries = _RetryCounter(logging.getLogger("prefect.client"))
     api = (_postgres_api(args.postgres_url, Path(args.run_dir).name) if args.postgres_url
-           else prefect_test_harness(server_startup_timeout=180))
+           else _api_server(LocalAPIServer if args.api == "local" else SubprocessASGIServer))
     with api:
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: frequency}):
             started = time.perf_counter()
@@ -334,6 +350,9 @@ def main() -> None:
                         "the program environment's optuna drafts run a minute each and add only noise here)")
     parser.add_argument("--postgres-url", default=None,
                         help="run the API on a new database of this PostgreSQL server (postgresql+asyncpg://...)")
+    parser.add_argument("--api", choices=("local", "stock"), default="local",
+                        help="SQLite API server: local (what swarm-evo runs start: one connection) or stock "
+                        "(Prefect's SubprocessASGIServer)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     result = run_prefect(args) if args.mode == "prefect" else run_plain(args)

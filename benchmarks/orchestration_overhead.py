@@ -2,18 +2,23 @@
 
 Runs the same search (competition, seed, budget, offline model, ``parallel_workers`` 1 so that
 the steps do not overlap and the programs are the same in every configuration) once per
-configuration, each in its own process against its own temporary Prefect API
-(``prefect_test_harness``; see ``benchmarks/_search_run.py``)::
+configuration, each in its own process against its own temporary Prefect API on a fresh
+database (see ``benchmarks/_search_run.py``)::
 
     python benchmarks/orchestration_overhead.py [--competition-id sklearn-breast-cancer]
-        [--data-dir D] [--max-steps 12] [--seed 0] [--repeats 3] [--configs on,top,off,top-pg,plain]
+        [--data-dir D] [--max-steps 12] [--seed 0] [--repeats 3]
+        [--configs on,top,off,top-stock,top-pg,plain]
         [--postgres-url postgresql+asyncpg://USER@HOST:PORT/DB]
 
 Configurations: ``on`` (heartbeats at Prefect 3.8's default frequency, 180 s, for every flow
 run, subflows included: ``search.subflow_heartbeats: true``; the setting accepts >= 30 s or
 None), ``top`` (the default since issue 16: heartbeats for the top-level flow run only, its
 subflows — phase flows, steps, debug attempts — without; ``flows/_subflow.py``), ``off``
-(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests), ``top-pg`` (``top`` with the API's
+(``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests), ``top-stock`` (``top`` on Prefect's
+own ephemeral server, ``SubprocessASGIServer``, whose pool of SQLite connections collides with
+itself: "database is locked" 503s and the client's 2–16 s back-offs; every other configuration
+uses the server a ``swarm-evo run`` starts, ``flows._ephemeral.LocalAPIServer``, one connection),
+``top-pg`` (``top`` with the API's
 database on the PostgreSQL server ``--postgres-url`` instead of SQLite: Prefect's recommended
 database for a shared server, without SQLite's "database is locked" retries) and ``plain`` (the same search
 code with Prefect removed: tasks and flows called as plain functions, no API; the baseline for
@@ -52,6 +57,7 @@ from _search_run import (
 LABELS = {
     "on": "heartbeats on",
     "top": "top-level only",
+    "top-stock": "top, stock API",
     "top-pg": "top, PostgreSQL",
     "off": "heartbeats off",
     "plain": "no Prefect",
@@ -83,7 +89,7 @@ def _stats(results: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_search_arguments(parser, max_steps_help="budget (> 10: Phase 1 is one epoch of 10 drafts)")
-    parser.add_argument("--configs", default="on,top,off,plain", help="comma-separated: on, top, off, top-pg, plain")
+    parser.add_argument("--configs", default="on,top,off,plain", help="comma-separated: on, top, off, top-stock, top-pg, plain")
     parser.add_argument("--postgres-url", default=None,
                         help="PostgreSQL server for top-pg, e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/postgres "
                         "(each run creates and drops its own database)")
@@ -92,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     if unknown := set(configs) - set(LABELS):
-        parser.error(f"unknown configurations {sorted(unknown)}; use on, top, off, top-pg, plain")
+        parser.error(f"unknown configurations {sorted(unknown)}; use {', '.join(LABELS)}")
     if "top-pg" in configs and not args.postgres_url:
         parser.error("configuration top-pg needs --postgres-url")
 
@@ -111,6 +117,7 @@ def main() -> None:
                     mode="plain" if config == "plain" else "prefect",
                     heartbeats=None if config == "plain" else ("off" if config == "off" else "on"),
                     postgres_url=args.postgres_url if config == "top-pg" else None,
+                    api="stock" if config == "top-stock" else None,
                     subflow_heartbeats=None if config == "plain" else ("on" if config == "on" else "off"),
                     heartbeat_frequency=args.heartbeat_frequency,
                     competition_id=args.competition_id, data_dir=data_dir, max_steps=args.max_steps,
@@ -146,7 +153,7 @@ def main() -> None:
                   f"(+{on['all_in'] - off['all_in']:.3f} s per node)")
         if "plain" in stats:
             plain = stats["plain"]["all_in"]
-            for config in ("on", "top", "off", "top-pg"):
+            for config in ("on", "top", "off", "top-stock", "top-pg"):
                 if config in stats:
                     share = 1 - plain / stats[config]["all_in"]
                     print(f"Prefect's share of the all-in orchestration, {LABELS[config]}: {share:.0%} "

@@ -6,6 +6,10 @@ dies by SIGKILL (the OOM killer, ``kill -9``, a lost container) never runs ``ate
 server lives on as an orphan; every crash leaks one. :func:`start_ephemeral_api` starts that
 server up front (the same singleton Prefect's client uses later) together with a tiny guard
 process that waits for the run process to disappear and then stops the server.
+
+The server is Prefect's, with its SQLite database served through one connection
+(:class:`LocalAPIServer`, ``flows/_api_app.py``): Prefect's pool of connections to the file
+collides with itself ("database is locked", a 503 and a 2–16 s client back-off).
 """
 
 from __future__ import annotations
@@ -13,6 +17,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
+
+import prefect
+from prefect.server.api.server import SubprocessASGIServer
+from prefect.settings import get_current_settings
 
 _GUARD = """
 import os, signal, sys, time
@@ -36,6 +45,25 @@ if alive():
 """
 
 
+class LocalAPIServer(SubprocessASGIServer):
+    """Prefect's ``SubprocessASGIServer`` (a uvicorn subprocess on a free port of 127.0.0.1, the
+    settings of this process, stopped at exit) serving ``flows._api_app:create_app``: Prefect's
+    app with SQLite through one pooled connection. Created first in a process, it is also the
+    instance Prefect's client finds when it needs an ephemeral API (``SubprocessASGIServer()``
+    returns the instance registered for the port, ``None`` for any free port)."""
+
+    def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+        # Prefect 3.8's command and environment (SubprocessASGIServer._run_uvicorn_command), with
+        # this project's app factory.
+        server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        return subprocess.Popen(
+            args=[sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+                  "--factory", "flows._api_app:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                  "--log-level", "error", "--lifespan", "on"],
+            env={**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)},
+        )
+
+
 def start_ephemeral_api() -> int | None:
     """Start Prefect's temporary API server and its guard; return the server's pid.
 
@@ -45,12 +73,11 @@ def start_ephemeral_api() -> int | None:
     A normal exit stops the server through Prefect's own ``atexit`` hook, and the guard then
     finds nothing to do.
     """
-    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL
 
     if PREFECT_API_URL.value():
         return None
-    server = SubprocessASGIServer()
+    server = LocalAPIServer()
     server.start()
     pid = server.server_process.pid
     subprocess.Popen(
