@@ -60,3 +60,42 @@ def test_runs_get_a_one_connection_sqlite_api_that_concurrent_writes_do_not_lock
     assert sum(answers.values()) == 8 * (1 + 5 * 5), answers
     assert set(answers) <= {"200", "201"}, f"requests that failed under concurrent writes: {answers}"
     assert (tmp_path / "prefect-home" / "prefect.db").exists(), "the history stays in PREFECT_HOME's database"
+
+
+TEMPLATE_SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    from prefect.variables import Variable
+    from flows._ephemeral import _save_template, database_template, sqlite_database_file, start_ephemeral_api
+
+    started = time.perf_counter()
+    start_ephemeral_api()
+    seconds = time.perf_counter() - started
+    made = database_template().exists()  # by the start on a new database file
+    if sys.argv[1] == "mark":
+        Variable.set("made_in_the_first_home", "yes")
+        _save_template(sqlite_database_file(), database_template())  # the template, now with the mark
+    print(json.dumps({"template": str(database_template()), "made": made, "seconds": seconds,
+                      "variable": Variable.get("made_in_the_first_home")}))
+""")
+
+
+def test_a_new_prefect_home_starts_from_a_copy_of_the_migrated_database(tmp_path):
+    """The first server on a new SQLite file leaves a template (the migrated database) in the
+    cache; the next new ``PREFECT_HOME`` starts from a copy of it instead of migrating."""
+
+    def start(home: str, mode: str) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+        env.update(PREFECT_HOME=str(tmp_path / home), XDG_CACHE_HOME=str(tmp_path / "cache"),
+                   PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
+        proc = subprocess.run([sys.executable, "-c", TEMPLATE_SCRIPT, mode], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first = start("home-1", "mark")
+    template = Path(first["template"])
+    assert first["made"] and template.is_relative_to(tmp_path / "cache"), first
+    second = start("home-2", "read")
+    assert second["variable"] == "yes", "the new home's database is a copy of the template"
+    assert (tmp_path / "home-2" / "prefect.db").exists()
+    print(f"server start: new database {first['seconds']:.1f} s, from the template {second['seconds']:.1f} s")
