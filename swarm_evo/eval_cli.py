@@ -9,8 +9,9 @@
 
 A job is a flow run of the ``evaluate-program`` deployment on the Prefect server named by
 PREFECT_API_URL (job id = flow run id). ``submit`` sends the program's text, so the serving
-machine needs no copy of it. ``run`` evaluates in this process (Prefect's ephemeral API when
-PREFECT_API_URL is unset), or with ``--deployment`` submits and waits.
+machine needs no copy of it. ``run`` evaluates in this process (when PREFECT_API_URL is unset,
+against the temporary API that runs start, ``flows/_ephemeral.py``), or with ``--deployment``
+submits and waits.
 
 Exit codes: 0 success (``run``: the program is correct), 1 the program is not correct or the
 job failed (its error is printed), 2 bad input (the message names the file/field and the fix),
@@ -226,10 +227,12 @@ def _result(args) -> int:
 
 
 def _run_in_process(args) -> dict:
+    from flows._ephemeral import start_ephemeral_api
     from flows.evaluate_program import evaluate_program
     from swarm_evo.evaluation import load_problem
 
     load_problem(args.problem, Path(args.data_dir) if args.data_dir else None, args.instance)  # ProblemError before the flow
+    start_ephemeral_api()  # no PREFECT_API_URL: the runs' own API (flows/_ephemeral.py), stopped even on SIGKILL
     return evaluate_program(**_job_parameters(args, inline=False))
 
 
