@@ -12,7 +12,7 @@ Modes:
 ``prefect``
     ``two_phase_evo`` (the real flow) against a local API server subprocess on a fresh SQLite
     database (``PREFECT_HOME`` is new per run): ``--api local`` (default) is the server a
-    ``swarm-evo run`` without ``PREFECT_API_URL`` starts (``flows._ephemeral.LocalAPIServer``:
+    ``swarm-evo run`` without ``PREFECT_API_URL`` starts (``flows._api_server.LocalAPIServer``:
     SQLite through one connection), ``--api stock`` Prefect's own ephemeral server
     (``SubprocessASGIServer``: a pool of connections, "database is locked" 503s); with
     ``--postgres-url``, a server subprocess on a fresh database of that PostgreSQL server, dropped
@@ -181,7 +181,7 @@ def run_prefect(args) -> dict:
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from flows._ephemeral import LocalAPIServer
+    from flows._api_server import LocalAPIServer
     from flows.two_phase_evo import two_phase_evo
 
     frequency = args.heartbeat_frequency if args.heartbeats == "on" else None

@@ -2,7 +2,7 @@
 the one ``swarm-evo run`` starts (issue 16).
 
 Starts each server (``stock``: Prefect's ``SubprocessASGIServer``; ``local``:
-``flows._ephemeral.LocalAPIServer``, SQLite through one connection) on a fresh ``PREFECT_HOME``,
+``flows._api_server.LocalAPIServer``, SQLite through one connection) on a fresh ``PREFECT_HOME``,
 then ``--threads`` clients at once each create ``--runs`` flow runs and, per run, set it
 RUNNING then COMPLETED, post five log lines and create a task run (with the flow: 1 + 5 x runs
 requests per client) — what parallel steps, the
@@ -92,7 +92,7 @@ def measure(kind: str, threads: int, runs: int) -> tuple[Counter, float]:
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_HOME, temporary_settings
 
-    from flows._ephemeral import LocalAPIServer
+    from flows._api_server import LocalAPIServer
 
     with tempfile.TemporaryDirectory(prefix="swarm-evo-contention-") as home:
         with temporary_settings({PREFECT_HOME: home}):

@@ -17,7 +17,7 @@ subflows — phase flows, steps, debug attempts — without; ``flows/_subflow.py
 (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` None, as in the tests), ``top-stock`` (``top`` on Prefect's
 own ephemeral server, ``SubprocessASGIServer``, whose pool of SQLite connections collides with
 itself: "database is locked" 503s and the client's 2–16 s back-offs; every other configuration
-uses the server a ``swarm-evo run`` starts, ``flows._ephemeral.LocalAPIServer``, one connection),
+uses the server a ``swarm-evo run`` starts, ``flows._api_server.LocalAPIServer``, one connection),
 ``top-pg`` (``top`` with the API's
 database on the PostgreSQL server ``--postgres-url`` instead of SQLite: Prefect's recommended
 database for a shared server, without SQLite's "database is locked" retries) and ``plain`` (the same search

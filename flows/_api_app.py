@@ -1,4 +1,4 @@
-"""The app of the local Prefect API server that runs start (``flows._ephemeral``): Prefect's own
+"""The app of the local Prefect API server that runs start (``flows._api_server``): Prefect's own
 server app, with its SQLite database served through one pooled connection.
 
 Prefect's server opens a pool of connections to a SQLite *file* and begins its transactions

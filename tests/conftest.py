@@ -94,14 +94,50 @@ def prefect_api_url(prefect_server) -> str:
     return PREFECT_API_URL.value()
 
 
+TEST_ROWS = {"spaceship-titanic": 3000, "spooky-author-identification": 4000}
+"""Rows of the raw training file the suite's searches use: a fixed random sample of the real
+Kaggle rows (``DataFrame.sample(n, random_state=0)``, in file order), prepared with MLE-bench's
+split as usual. Programs train on a third of spaceship-titanic (8,693 rows) and a fifth of spooky
+(19,579 texts); the code paths, the columns and the grading are the same, and the offline
+model's programs take seconds instead of up to a minute (a RandomForest over 5 folds, CatBoost
+with an optuna study). house-prices (1,460 rows) is used whole. Tests of the preparation itself
+(tests/test_competition_prepare.py, the MLE-bench checksums) prepare the full files."""
+
+
+def sampled_raw_dir(competition_id: str, root: Path) -> Path:
+    """A copy of ``../shared/data/<competition_id>`` under ``root`` (``raw/`` and the
+    description) whose ``raw/train.csv`` keeps :data:`TEST_ROWS` rows; the original directory
+    when the competition is not capped."""
+    import shutil
+
+    import pandas as pd
+
+    source = SHARED_DATA / competition_id
+    rows = TEST_ROWS.get(competition_id)
+    if rows is None:
+        return source / "raw"
+    raw = root / competition_id / "raw"
+    raw.mkdir(parents=True)
+    for path in (source / "raw").iterdir():
+        if path.name != "train.csv":
+            shutil.copy(path, raw / path.name)
+    train = pd.read_csv(source / "raw" / "train.csv", float_precision="round_trip")
+    train.sample(n=rows, random_state=0).sort_index().to_csv(raw / "train.csv", index=False)
+    if (source / "description.md").is_file():
+        shutil.copy(source / "description.md", root / competition_id / "description.md")
+    return raw
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
-    """A data directory with spaceship-titanic, house-prices and spooky prepared from ../shared."""
+    """A data directory with spaceship-titanic, house-prices and spooky prepared from ../shared
+    (spaceship-titanic and spooky on :data:`TEST_ROWS` rows of their real training files)."""
     from swarm_evo.competition import prepare_competition
 
     root = tmp_path_factory.mktemp("data")
+    raw_root = tmp_path_factory.mktemp("raw-sample")
     for cid in ("spaceship-titanic", "house-prices", "spooky-author-identification"):
-        prepare_competition(cid, SHARED_DATA / cid / "raw", root)
+        prepare_competition(cid, sampled_raw_dir(cid, raw_root), root)
     return root
 
 

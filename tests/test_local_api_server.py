@@ -1,4 +1,4 @@
-"""The Prefect API a `swarm-evo run` starts (issue 16, ``flows/_ephemeral.py``, ``flows/_api_app.py``):
+"""The Prefect API a `swarm-evo run` starts (issue 16, ``flows/_ephemeral.py``, ``flows/_api_server.py``, ``flows/_api_app.py``):
 Prefect's server with its SQLite file served through one connection, so that concurrent writes
 (parallel steps, the log worker, task-run events) never get "database is locked" 503s, which
 Prefect's client retries after 2-16 s. ``benchmarks/api_contention.py`` puts the same load on
@@ -24,7 +24,8 @@ SCRIPT = textwrap.dedent("""
     import importlib.util, json, sys
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.client.orchestration import get_client
-    from flows._ephemeral import LocalAPIServer, start_ephemeral_api
+    from flows._api_server import LocalAPIServer
+    from flows._ephemeral import start_ephemeral_api
 
     pid = start_ephemeral_api()
     server = SubprocessASGIServer()  # what Prefect's client asks for when it needs an ephemeral API
@@ -65,7 +66,8 @@ def test_runs_get_a_one_connection_sqlite_api_that_concurrent_writes_do_not_lock
 TEMPLATE_SCRIPT = textwrap.dedent("""
     import json, sys, time
     from prefect.variables import Variable
-    from flows._ephemeral import _save_template, database_template, sqlite_database_file, start_ephemeral_api
+    from flows._api_server import _save_template, database_template, sqlite_database_file
+    from flows._ephemeral import start_ephemeral_api
 
     started = time.perf_counter()
     start_ephemeral_api()
