@@ -6,9 +6,11 @@ none."""
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 import yaml
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStartTime
 from prefect.events.filters import EventFilter, EventNameFilter
 from prefect.events.worker import EventsWorker
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
@@ -36,9 +38,13 @@ def _heartbeat_resources(expected: str, timeout: float = 30.0) -> set[str]:
         time.sleep(0.5)
 
 
-def _flow_runs(names: set[str]) -> dict[str, list[str]]:
+def _flow_runs(names: set[str], since: datetime) -> dict[str, list[str]]:
+    """Flow-run resource ids by flow name, of the runs started after ``since``: this test's own
+    (the pytest worker's session API also holds the runs of the tests before it, and its first
+    200 runs need not include this one)."""
+    started_after = FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since))
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(limit=200)
+        runs = client.read_flow_runs(flow_run_filter=started_after, limit=200)
         flows = {f.id: f.name for f in client.read_flows(limit=200)}
     out: dict[str, list[str]] = {}
     for run in runs:
@@ -57,12 +63,15 @@ def test_top_level_run_sends_heartbeats_and_its_subflows_do_not(prefect_server, 
     config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 1,
                                                  "parallel_workers": 1, "debug_max_attempts": 1},
                                       "model": {"fault_rate": 1.0, "repair_rate": 1.0}}))
+    since = datetime.now(timezone.utc)
     with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 30}):
         summary = two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(data),
                                 run_dir=str(tmp_path / "run"), max_steps=3, seed=0, config_path=str(config))
     assert summary["nodes"] == 3
-    runs = _flow_runs({"two-phase-evo", "phase1-draft", "phase2-evolve", "draft-step", "phase2-step", "debug-attempt"})
+    runs = _flow_runs({"two-phase-evo", "phase1-draft", "phase2-evolve", "draft-step", "phase2-step", "debug-attempt"},
+                      since)
     top = runs["two-phase-evo"]
+    assert len(top) == 1, top
     beats = _heartbeat_resources(expected=top[-1])
     assert set(top) & beats, "the top-level flow run sent no heartbeat"
     assert runs.get("phase1-draft") and runs.get("phase2-evolve")
