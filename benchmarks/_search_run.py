@@ -248,7 +248,7 @@ def run_plain(args) -> dict:
     _strip_prefect()
     from flows import phase1_draft as p1
     from flows import phase2_evolve as p2
-    from flows.two_phase_evo import resolve_config
+    from flows.run_config import resolve_config
     from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import open_session
 

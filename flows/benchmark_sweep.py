@@ -39,7 +39,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
 from flows._sweep_rows import Rows, describe, failed_row, has_report, row_from_run
-from flows.two_phase_evo import resolve_config, two_phase_evo
+from flows.run_config import resolve_config
+from flows.two_phase_evo import two_phase_evo
 from swarm_evo import sweep, sweep_problems
 from swarm_evo.competition import load_competition
 from swarm_evo.evaluation import load_problem

@@ -20,7 +20,7 @@ from flows._subflow import subflow_context
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
-from swarm_evo.config import RunConfig, load_config
+from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.session import RunStoppedError, default_run_dir, open_session
@@ -35,64 +35,6 @@ from swarm_evo.sandbox.program_env import program_env_warning, resolve_program_p
 from tasks.gpu import ensure_gpu_limit
 from tasks.grade import grade_best, write_run_report
 from tasks.problem import evaluate_initial_program, write_auxiliary_metrics
-
-
-def resolve_config(
-    config_path: str | None = None,
-    *,
-    base: RunConfig | None = None,
-    model: str | None = None,
-    max_steps: int | None = None,
-    seed: int | None = None,
-    parallel_workers: int | None = None,
-    time_limit: float | None = None,
-    executor: str | None = None,
-    image: str | None = None,
-    gpus: str | int | list[str] | None = None,
-    llm_block: str | None = None,
-    sandbox_block: str | None = None,
-    policy: str | None = None,
-    mlebench_repo: str | None = None,
-    python: str | None = None,
-    instance: str | None = None,
-) -> tuple[RunConfig, object]:
-    """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
-    explicit parameters.
-
-    Returns ``(config, api_key)``; the key comes only from the LLM settings block.
-
-    Raises:
-        ConfigError: a value (from any source) is invalid; the message names the key.
-    """
-    config = base if base is not None else load_config(Path(config_path) if config_path else None)
-    api_key = None
-    overrides: dict = {}
-    if llm_block:
-        from blocks.llm_settings import LLMSettings
-
-        block = LLMSettings.load(llm_block)
-        overrides.update(block.overrides())
-        api_key = block.api_key
-    if sandbox_block:
-        from blocks.sandbox_settings import SandboxSettings
-
-        overrides.update(SandboxSettings.load(sandbox_block).overrides())
-    explicit = {
-        "model.name": model,
-        "search.max_steps": max_steps,
-        "seed": seed,
-        "search.parallel_workers": parallel_workers,
-        "search.time_limit": time_limit,
-        "sandbox.backend": executor,
-        "sandbox.image": image,
-        "sandbox.gpus": gpus,
-        "sandbox.python": python,
-        "search.policy": policy,
-        "mlebench_repo": mlebench_repo,
-        "problem.instance": instance,
-    }
-    overrides.update({key: value for key, value in explicit.items() if value is not None})
-    return config.with_overrides(overrides), api_key
 
 
 def record_policy(journal, policy: str) -> str:

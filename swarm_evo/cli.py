@@ -147,10 +147,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     objective (and its instance), model access, sandbox (daemon, image, GPU runtime), run
     directory ownership. Returns the objective."""
     from swarm_evo.competition import CompetitionError
-    from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import check_run_dir, load_objective, open_sandbox, probe_endpoints
+    from swarm_evo.objective.load import load_objective
 
-    try:
+    try:  # first, before litellm and the sandbox are imported: a wrong --data-dir answers in ~1 s
         objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     except CompetitionError as exc:
         if competition_id and "not found: prepare" in str(exc):
@@ -158,6 +157,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
                 f"{exc}: run `swarm-evo prepare {competition_id} --raw-dir RAW_DIR --data-dir {data_dir}`"
             ) from None
         raise
+    from swarm_evo.llm.endpoint import endpoint_for
+    from swarm_evo.session import check_run_dir, open_sandbox, probe_endpoints
+
     for probe in probe_endpoints(endpoint_for(config.model, api_key), config):  # one small call per model
         if probe.warning:
             print(f"warning: model '{probe.model}': {probe.warning}", file=sys.stderr)
@@ -203,11 +205,8 @@ def _print_summary(summary: dict) -> int:
 
 
 def _run(args) -> int:
-    from swarm_evo.session import default_run_dir
-
     _start_flow()
-    from flows._ephemeral import start_ephemeral_api
-    from flows.two_phase_evo import resolve_config, two_phase_evo
+    from flows.run_config import resolve_config
 
     if args.competition_id and args.data_dir is None:
         return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
@@ -226,7 +225,12 @@ def _run(args) -> int:
         **overrides,
     )
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
+    from swarm_evo.session import default_run_dir
+
     run_dir = args.run_dir or default_run_dir(Path(getattr(objective, "label", objective.id)).name, config.seed)
+    from flows._ephemeral import start_ephemeral_api
+    from flows.two_phase_evo import two_phase_evo
+
     start_ephemeral_api()
     # The time limit counts from the command's start: imports, the preflight calls (a hanging
     # model costs one timeout there) and the Prefect API's start-up come out of it.
@@ -262,7 +266,8 @@ def _resume(args) -> int:
 
     _start_flow()
     from flows._ephemeral import start_ephemeral_api
-    from flows.two_phase_evo import resolve_config, two_phase_evo
+    from flows.run_config import resolve_config
+    from flows.two_phase_evo import two_phase_evo
 
     info = read_run_info(args.run_dir)
     llm_block = args.llm_block or info.llm_block
@@ -297,20 +302,36 @@ def main(argv: list[str] | None = None) -> int:
         from swarm_evo.sweep_cli import run_sweep
 
         return run_sweep(args)
-    from swarm_evo.competition import CompetitionError
-    from swarm_evo.config import ConfigError
-    from swarm_evo.evaluation import ProblemError
-    from swarm_evo.llm.errors import ModelAccessError
-    from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
-    from swarm_evo.session import RunDirectoryError
-
-    bad_input = (CompetitionError, ConfigError, ModelAccessError, RunDirectoryError, FileNotFoundError,
-                 SandboxUnavailableError, RuntimeProbeError, ProblemError)
     try:
         handler = {"prepare": _prepare, "run": _run, "resume": _resume, "grade": _grade}[args.command]
         return handler(args)
-    except bad_input as exc:
-        return _fail(str(exc))
+    except Exception as exc:
+        if _is_bad_input(exc):
+            return _fail(str(exc))
+        raise
+
+
+BAD_INPUT: tuple[tuple[str, str], ...] = (
+    ("swarm_evo.competition", "CompetitionError"),
+    ("swarm_evo.config", "ConfigError"),
+    ("swarm_evo.evaluation.problem_data", "ProblemError"),
+    ("swarm_evo.llm.errors", "ModelAccessError"),
+    ("swarm_evo.resume", "RunDirectoryError"),
+    ("swarm_evo.sandbox.base", "SandboxUnavailableError"),
+    ("swarm_evo.sandbox.runtime", "RuntimeProbeError"),
+)
+"""(module, class) of the errors that mean bad input (exit 2, one line naming the fix), with
+``FileNotFoundError``."""
+
+
+def _is_bad_input(exc: Exception) -> bool:
+    """Whether ``exc`` is bad input (:data:`BAD_INPUT`). Imports nothing: an error class whose
+    module was never imported cannot have been raised, and importing ``swarm_evo.llm.errors``
+    (litellm, ~3 s) just to answer "no" would undo the fast path of a wrong ``--data-dir``."""
+    if isinstance(exc, FileNotFoundError):
+        return True
+    return any(isinstance(exc, getattr(sys.modules[module], name))
+               for module, name in BAD_INPUT if module in sys.modules)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,15 +34,15 @@ from pathlib import Path
 
 from swarm_evo.agents import AgentPool
 from swarm_evo.budget import Budget
-from swarm_evo.competition import CompetitionError, load_competition
-from swarm_evo.config import ConfigError, RunConfig
+from swarm_evo.config import RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
-from swarm_evo.objective import CompetitionObjective, Objective, ProblemObjective
+from swarm_evo.objective import Objective, ProblemObjective
+from swarm_evo.objective.load import load_objective
 from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
@@ -163,36 +163,6 @@ class RunSession:
         merged now, and the genome of every existing node (a plan equal to one rebuilds it)."""
         return (previous_plan_keys(self.journal, self.loci) | genome_keys(self.journal, self.loci)
                 | set(self.plans_in_flight))
-
-
-def load_objective(competition_id: str | None, problem: str | None, data_dir: Path | None,
-                   mlebench_repo: str | None = None, instance: str | None = None) -> Objective:
-    """The run's objective: a competition (``competition_id`` under ``data_dir``) or a problem
-    (a built-in name or a problem folder, on ``instance`` if it has instances; its data file,
-    if any, under ``data_dir``).
-
-    Raises:
-        ValueError: neither or both of ``competition_id`` and ``problem`` are given.
-        ConfigError: an ``instance`` for a competition.
-        CompetitionError: the competition cannot be loaded or is not prepared.
-        ProblemError: the problem cannot be loaded (names the file or field and the fix), an
-            unknown instance, or an instance for a problem without instances.
-    """
-    if (competition_id is None) == (problem is None):
-        raise ValueError("give exactly one of competition_id (a Kaggle competition) and problem")
-    if problem is not None:
-        from swarm_evo.evaluation import load_problem
-
-        return ProblemObjective(load_problem(problem, Path(data_dir) if data_dir else None, instance))
-    if instance is not None:
-        raise ConfigError(
-            f"instance {instance!r} (--instance / problem.instance) applies to problems such as tsp, not to "
-            f"competition {competition_id!r}: drop it"
-        )
-    competition = load_competition(competition_id, Path(data_dir or "data"), mlebench_repo)
-    if not competition.public_dir.is_dir():
-        raise CompetitionError(f"{competition.public_dir} not found: prepare the competition first")
-    return CompetitionObjective(competition)
 
 
 def check_run_dir(run_dir: Path, objective: Objective, policy: str | None = None) -> None:

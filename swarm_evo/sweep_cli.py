@@ -101,7 +101,7 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         prefect_api_url,
         supported_policies,
     )
-    from flows.two_phase_evo import resolve_config
+    from flows.run_config import resolve_config
     from swarm_evo import sweep
     from swarm_evo.competition import (
         BUILTIN_COMPETITIONS,

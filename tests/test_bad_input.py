@@ -106,12 +106,31 @@ def run_args(data: Path, *extra: str, competition: str = COMP) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- competition files
-@pytest.mark.slow  # one case through a `swarm-evo` process
 def test_missing_public_file(data, tmp_path, prefect_home):
     missing = data / COMP / "prepared" / "public" / "train.csv"
     missing.unlink()
     assert_bad_input(tmp_path, prefect_home, run_args(data), str(missing),
-                     f"swarm-evo prepare {COMP} --data-dir {data}", in_process=False)
+                     f"swarm-evo prepare {COMP} --data-dir {data}")
+
+
+@pytest.mark.slow  # a `swarm-evo` process
+def test_an_unprepared_competition_is_reported_before_litellm_and_prefect_load(tmp_path, prefect_home):
+    """The commonest mistake, a ``--data-dir`` without the prepared competition, ends a real
+    process with exit 2 and the fix before the model client and Prefect are imported (they are
+    most of a run's start: ~4 s of CPU). The process reports which of them it loaded."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    script = ("import sys\nfrom swarm_evo.cli import main\ncode = main(sys.argv[1:])\n"
+              "print(sorted(m for m in ('litellm', 'prefect') if m in sys.modules))\nsys.exit(code)")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(prefect_home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    before = snapshot(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", script, *run_args(empty)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"swarm-evo prepare {COMP} --data-dir {empty}" in proc.stderr, proc.stderr
+    assert proc.stdout == "[]\n", f"imported before the error: {proc.stdout}"
+    assert snapshot(tmp_path) == before
 
 
 def test_missing_private_answers(data, tmp_path, prefect_home):

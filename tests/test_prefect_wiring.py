@@ -47,7 +47,7 @@ def test_bad_reply_is_not_retried(prefect_server):
 
 def test_llm_block_sets_model_and_secret_key(prefect_server):
     from blocks import LLMSettings, SandboxSettings
-    from flows.two_phase_evo import resolve_config
+    from flows.run_config import resolve_config
 
     LLMSettings(model="openai/gpt-4o-mini", api_key="sk-test-secret", temperature=0.2, review_model="openai/gpt-4o",
                 input_cost_per_token=1e-6, output_cost_per_token=4e-6).save("test-llm", overwrite=True)

@@ -159,7 +159,7 @@ def test_problem_yaml_instances_are_checked(tmp_path):
 
 def test_config_key_problem_instance(tmp_path):
     from swarm_evo.config import ConfigError, RunConfig, load_config
-    from swarm_evo.session import load_objective
+    from swarm_evo.objective.load import load_objective
 
     config = RunConfig().with_overrides({"problem.instance": "a280"})
     assert config.problem.instance == "a280" and RunConfig().problem.instance is None
