@@ -3,7 +3,7 @@ each kind of process the tests start, and the floor that puts under the suite's 
 
     python benchmarks/startup_cpu.py [--repeat 3] [--cores 2] [--target 480]
                                      [--tabular-programs 281] [--problem-programs 146]
-                                     [--swarm-evo 38] [--ephemeral-apis 25]
+                                     [--swarm-evo 38] [--api-servers 25]
 
 Each kind is started ``--repeat`` times, one at a time; its CPU is the user + system time of the
 process and every process it waited for (``getrusage(RUSAGE_CHILDREN)``), the median is shown:
@@ -18,7 +18,10 @@ process and every process it waited for (``getrusage(RUSAGE_CHILDREN)``), the me
   process, its database), started and stopped as a run without ``PREFECT_API_URL`` does.
 
 The counts default to the suite as ``benchmarks/suite_cpu.py`` sampled it (sixth session,
-commit 3bc1f1d). The floor is the CPU the suite spends on starts alone; the budget is what a
+commit 3bc1f1d): 221 + 60 tabular programs, 146 problem programs, 38 ``swarm-evo`` processes and
+27 Prefect API servers, two of them the session APIs of the pytest workers (the other 25, the
+ephemeral APIs of ``swarm-evo`` processes and the servers a few tests start, are priced as an
+ephemeral API). The floor is the CPU the suite spends on starts alone; the budget is what a
 wall-time ``--target`` leaves on ``--cores`` at the 91 % busy the suite reaches, and the
 difference is what the suite's real work (training, Prefect's API, the flows) may use.
 """
@@ -62,7 +65,7 @@ def main() -> int:
     parser.add_argument("--tabular-programs", type=int, default=281)
     parser.add_argument("--problem-programs", type=int, default=146)
     parser.add_argument("--swarm-evo", type=int, default=38, help="swarm-evo processes, all kinds")
-    parser.add_argument("--ephemeral-apis", type=int, default=25, help="of those, with an ephemeral API")
+    parser.add_argument("--api-servers", type=int, default=25, help="Prefect API servers besides the session APIs")
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_URL")}
@@ -94,7 +97,7 @@ def main() -> int:
         (f"{args.problem_programs} problem programs x {median['problem program (numpy)']:.2f}",
          args.problem_programs * median["problem program (numpy)"]),
         (f"{args.swarm_evo} swarm-evo processes x {start:.2f}", args.swarm_evo * start),
-        (f"{args.ephemeral_apis} ephemeral APIs x {api:.2f}", args.ephemeral_apis * api),
+        (f"{args.api_servers} Prefect API servers x {api:.2f}", args.api_servers * api),
     ]
     floor = sum(cpu for _, cpu in parts)
     budget = args.target * args.cores * BUSY
