@@ -265,9 +265,7 @@ def _resume(args) -> int:
     from swarm_evo.resume import read_run_info
 
     _start_flow()
-    from flows._ephemeral import start_ephemeral_api
     from flows.run_config import resolve_config
-    from flows.two_phase_evo import two_phase_evo
 
     info = read_run_info(args.run_dir)
     llm_block = args.llm_block or info.llm_block
@@ -280,6 +278,9 @@ def _resume(args) -> int:
     _preflight(config, api_key, info.competition_id, info.problem,
                Path(info.data_dir) if info.data_dir else None, None)
     print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
+    from flows._ephemeral import start_ephemeral_api
+    from flows.two_phase_evo import two_phase_evo
+
     start_ephemeral_api()
     return _flow_outcome(lambda: two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block,
                                                sandbox_block=args.sandbox_block, **overrides))
