@@ -11,10 +11,10 @@ from prefect.states import Completed, State
 from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
-from swarm_evo.llm.errors import CostLimitReached, DeadlineReached
+from swarm_evo.llm.errors import DeadlineReached
 from swarm_evo.node import Node, new_node_id
 from swarm_evo.session import get_session
-from swarm_evo.step import assembly, limits, review_call
+from swarm_evo.step import assembly, attempt_files, limits, review_call
 from swarm_evo.step.request import OperationRequest, release_request
 from tasks.artifacts import update_progress
 from tasks.execute import execute
@@ -72,12 +72,11 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
     node_id = new_node_id()
     try:
         generated = generate(run_dir, node_id, request)
-    except DeadlineReached as exc:
-        if not session.budget.time_up() and not isinstance(exc, CostLimitReached):
-            # a model error close to the deadline: a failed generation
-            return _failed_generation(session, run_dir, node_id, request, exc, epoch, started)
+    except DeadlineReached as exc:  # the time or cost limit, or a transient error too near the deadline to retry
         limits.check_limits(session)  # the cost limit stops the run
-        logger.info("slot %s not started: %s", slot, exc)  # a run limit came first: no node
+        if not session.budget.time_up():  # no retry fits before the deadline: the run's time is over
+            session.stop(f"the time limit is near: {exc}")
+        logger.info("slot %s not started: %s", slot, exc)  # a run limit came first: no node, no failure
         session.budget.release(slot)
         return None
     except Exception as exc:  # retries for transient errors already ran inside the task
@@ -117,8 +116,12 @@ def _take_step(session, run_dir: str, slot: int, epoch: int, request, started: f
         logger.info("node %s passed every check but the reviewer flagged it (%s); debugging it", node_id[:8],
                     "; ".join(reasons)[:200])
         before = chain.final
+        node_dir = session.node_dir(node_id)
+        attempt_files.set_aside(node_dir, before.attempt)  # the fix must not overwrite what may be kept
+        spent = chain.attempts
         chain = debug_flagged(chain, reasons, max_attempts, attempt_fn, time_up)
-        if chain.final is before:
+        if chain.final is before:  # no fix passed: the node keeps the flagged program, and its files
+            attempt_files.bring_back(node_dir, before.attempt, chain.attempts if chain.attempts > spent else None)
             break
         outcome, more_usage = review_or_facts(run_dir, node_id, slot, chain.final)
         review_usage = review_usage.add(more_usage)

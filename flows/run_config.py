@@ -30,6 +30,7 @@ def resolve_config(
     mlebench_repo: str | None = None,
     python: str | None = None,
     instance: str | None = None,
+    max_consecutive_failures: int | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
     explicit parameters.
@@ -65,6 +66,7 @@ def resolve_config(
         "search.policy": policy,
         "mlebench_repo": mlebench_repo,
         "problem.instance": instance,
+        "model.max_consecutive_failures": max_consecutive_failures,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
     return config.with_overrides(overrides), api_key

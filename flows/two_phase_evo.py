@@ -22,8 +22,9 @@ from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
 from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
+from swarm_evo.llm.ledger import cost_text
 from swarm_evo.resume import check_policy, read_run_info, unfinished_phase1_epoch
-from swarm_evo.session import RunStoppedError, default_run_dir, open_session
+from swarm_evo.session import RunStoppedError, close_session, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -72,6 +73,7 @@ def two_phase_evo(
     resume: str | None = None,
     mlebench_repo: str | None = None,
     python: str | None = None,
+    max_consecutive_failures: int | None = None,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -97,20 +99,21 @@ def two_phase_evo(
         python: interpreter or virtual environment that runs programs on the local backend
             (``sandbox.python``; default: the program environment ``swarm-evo env build`` made).
         llm_block, sandbox_block: names of saved LLMSettings / SandboxSettings blocks.
+        max_consecutive_failures: stop the run (exit 1) after this many generation failures in a
+            row (``model.max_consecutive_failures``); a resumed run counts only its own.
         policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
         resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
             the competition or problem, its instance, configuration, model, seed, policy and LLM block come
             from its journal, so those parameters must be left unset; data_dir (when the data
-            moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python and the
-            blocks may change. The budget, epochs, phase, valid pool, agents and experience pool
+            moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python,
+            max_consecutive_failures and the blocks may change. The budget, epochs, phase, valid pool, agents and experience pool
             continue; steps that were in flight are redone.
 
     Returns:
         The run summary (swarm_evo.report.run_summary) plus ``run_dir``, ``epochs`` and ``policy``.
     """
-    logger = get_run_logger()
     base = None
     if resume:
         fixed = dict(competition_id=competition_id, problem=problem, instance=instance, run_dir=run_dir,
@@ -126,7 +129,7 @@ def two_phase_evo(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
-        python=python, instance=instance,
+        python=python, instance=instance, max_consecutive_failures=max_consecutive_failures,
     )
     name = problem if problem is not None else competition_id
     if problem is not None and config.problem.instance:
@@ -140,6 +143,16 @@ def two_phase_evo(
         config=config,
         endpoint=endpoint_for(config.model, api_key),
     )
+    try:
+        return _search(session, config, llm_block)
+    finally:  # stops the run's clock (RUN_DIR/run_state.json) whether the search ended or raised
+        close_session(session.run_dir)
+
+
+def _search(session, config, llm_block: str | None) -> dict:
+    """The run on an open session: log its set-up, run the policy's phases, grade and report
+    (:func:`two_phase_evo`'s body after the session is opened)."""
+    logger = get_run_logger()
     key = str(session.run_dir)
     if session.resume_report is not None:
         report = session.resume_report
@@ -201,7 +214,7 @@ def two_phase_evo(
     llm = summary["llm"]
     logger.info("model calls: %s (%s failed), %s prompt + %s completion tokens, cost %s", llm["calls"],
                 llm["failed_calls"], llm["prompt_tokens"], llm["completion_tokens"],
-                "unknown" if llm["cost_usd"] is None else f"${llm['cost_usd']:.4f}")
+                cost_text(llm))
     if session.stop_reason:
         logger.warning("the run stopped early: %s", session.stop_reason)
     if session.stop_is_failure:  # the best work so far is handed in above; the run itself failed

@@ -36,6 +36,7 @@ from swarm_evo.model_context import offline_context
 from swarm_evo.node import LLMUsage, utc_now
 from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
+from swarm_evo.text_bounds import prompt_limits
 
 EVOLUTIONS_DIR = "agent_evolutions"
 
@@ -249,6 +250,7 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
     folder = session.run_dir / EVOLUTIONS_DIR
     index = len(list(folder.glob("evolution-*.json"))) + 1
     elite = session.agents.get(elite_id)
+    limits = prompt_limits(session.config.model, session.evolution_endpoint.name)  # the prompt fits its window
     usage = LLMUsage()
     rewrites: list[Rewrite] = []
     for agent_id in weak_ids:
@@ -256,7 +258,7 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
         best, worst = best_and_worst_plans(experience, agent_id)
         view = dict(agent=_agent_view(agent, stats[agent_id]), elite=_agent_view(elite, stats[elite_id]),
                     best_plans=best, worst_plans=worst)
-        prompt = render("evolve_agent.j2", objective=session.objective.prompt_view(), **view)
+        prompt = render("evolve_agent.j2", objective=session.objective.prompt_view(), limits=limits, **view)
         atomic_write_text(folder / f"evolution-{index}" / f"prompt-{agent_id}.md", prompt)
         ctx = offline_context(session, "evolve_agent", f"evolution{index}:{agent_id}")
         ctx.update(view, generation=agent.generation + 1)

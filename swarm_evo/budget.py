@@ -10,13 +10,33 @@
   run's deadline.
 * Resume: construct with ``used = len(journal)`` (or :meth:`Budget.for_journal`), so the
   budget continues from the journal.
+* Time across crashes (issue 31): while a run is open, :class:`ElapsedRecorder` rewrites
+  ``RUN_DIR/run_state.json`` with the run's elapsed seconds every :data:`RUN_STATE_INTERVAL` s,
+  so a killed process loses at most that much of its time; a resume starts from
+  :func:`recorded_elapsed` (the larger of that file and the journal's ``elapsed_seconds``).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable
+
+from swarm_evo.journal import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+RUN_STATE_FILE = "run_state.json"
+"""``RUN_DIR/run_state.json``: ``{"elapsed_seconds": float, "updated_at": ISO time}``, rewritten
+atomically by :class:`ElapsedRecorder`."""
+
+RUN_STATE_INTERVAL = 30.0
+"""Seconds between two writes of :data:`RUN_STATE_FILE`: the most run time a crash can lose.
+A constant, not a setting: one small atomic write per interval costs nothing worth tuning."""
 
 
 class Budget:
@@ -162,3 +182,80 @@ class Budget:
     def __repr__(self) -> str:
         return (f"Budget(max_steps={self.max_steps}, used={self.used}, in_flight={self.in_flight}, "
                 f"time_left={self.time_left()})")
+
+
+def recorded_elapsed(run_dir: Path, journal_info: dict) -> float:
+    """Seconds a run had already run when it stopped or died: the larger of
+    ``journal_info["elapsed_seconds"]`` (written at each append) and ``RUN_DIR/run_state.json``
+    (written every :data:`RUN_STATE_INTERVAL` s); 0.0 when neither has it. A missing or
+    unreadable run-state file counts as 0 (never raises)."""
+    journal = float(journal_info.get("elapsed_seconds") or 0.0)
+    try:
+        state = json.loads((Path(run_dir) / RUN_STATE_FILE).read_text(encoding="utf-8"))
+        saved = float(state.get("elapsed_seconds") or 0.0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        saved = 0.0
+    return max(journal, saved)
+
+
+class ElapsedRecorder:
+    """Keeps ``RUN_DIR/run_state.json`` up to date with ``budget.elapsed()`` while a run is open.
+
+    :meth:`start` writes the file at once and starts a daemon thread (it never keeps a process
+    alive) that rewrites it every ``interval`` s; the thread writes a last time and ends on
+    :meth:`stop`, or by itself once ``done()`` is true (the run can start no step and has none
+    in flight: no more time to count). The session opens and closes it
+    (:func:`swarm_evo.session.open_session`, :func:`~swarm_evo.session.close_session`).
+    Write errors are logged, never raised; a run directory that disappeared ends the thread
+    (it is never created again).
+
+    Args:
+        budget: the run's budget (its clock).
+        path: the file to write (``RUN_DIR/run_state.json``).
+        interval: seconds between writes; default :data:`RUN_STATE_INTERVAL`.
+        done: called before each write; True ends the thread after a last write.
+    """
+
+    def __init__(self, budget: Budget, path: Path, interval: float | None = None,
+                 done: Callable[[], bool] | None = None) -> None:
+        self.budget = budget
+        self.path = Path(path)
+        self.interval = RUN_STATE_INTERVAL if interval is None else float(interval)
+        self.done = done or (lambda: False)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"run-state-{self.path.parent.name}", daemon=True)
+
+    def start(self) -> "ElapsedRecorder":
+        """Write the file now and start the thread; returns self."""
+        self.write()
+        self._thread.start()
+        return self
+
+    def write(self) -> bool:
+        """Write the elapsed seconds now (atomic replace). False when the run directory is gone."""
+        if not self.path.parent.is_dir():
+            return False
+        state = {"elapsed_seconds": round(self.budget.elapsed(), 3),
+                 "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        try:
+            atomic_write_text(self.path, json.dumps(state))
+        except OSError as exc:
+            log.warning("cannot write %s: %s", self.path, exc)
+        return True
+
+    def stop(self) -> None:
+        """End the thread after a last write (waits for it; a no-op when it already ended)."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    @property
+    def running(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            if self.done() or not self.write():
+                break
+        self.write()

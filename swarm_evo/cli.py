@@ -9,6 +9,7 @@
                   [--python PYTHON_OR_VENV]
     swarm-evo resume RUN_DIR [--max-steps N] [--time-limit SEC] [--parallel-workers W]
                      [--executor local|docker] [--image IMAGE] [--gpus G] [--llm-block NAME]
+                     [--max-consecutive-failures N]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
@@ -86,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--python", default=None, help="interpreter or virtual environment that runs programs")
     c.add_argument("--llm-block", default=None, help="saved LLMSettings block (default: the run's own)")
     c.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+    c.add_argument("--max-consecutive-failures", type=int, default=None,
+                   help="stop again after this many model failures in a row (model.max_consecutive_failures); "
+                   "only failures after the resume count")
 
     g = sub.add_parser("grade", help="grade a submission against the private answers; prints JSON")
     g.add_argument("--competition-id", required=True)
@@ -144,8 +148,8 @@ def _start_flow() -> None:
 
 def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     """Every check that can fail on bad input, before the flow starts and anything is written:
-    objective (and its instance), model access, sandbox (daemon, image, GPU runtime), run
-    directory ownership. Returns the objective."""
+    objective (and its instance), the context window against the prompts' fixed text, model
+    access, sandbox (daemon, image, GPU runtime), run directory ownership. Returns the objective."""
     from swarm_evo.competition import CompetitionError
     from swarm_evo.objective.load import load_objective
 
@@ -157,6 +161,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
                 f"{exc}: run `swarm-evo prepare {competition_id} --raw-dir RAW_DIR --data-dir {data_dir}`"
             ) from None
         raise
+    from swarm_evo.prompt_budget import check_prompt_window
+
+    check_prompt_window(config, objective)  # a context window too small for the prompts' fixed text: exit 2
     from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.session import check_run_dir, open_sandbox, probe_endpoints
 
@@ -195,7 +202,9 @@ def _print_summary(summary: dict) -> int:
         print(f"handed in: node {hand_in['node_id'][:8]} (step {hand_in['step']}): {hand_in['reason']}")
     llm = summary.get("llm") or {}
     if llm.get("calls"):
-        cost = "unknown" if llm["cost_usd"] is None else f"${llm['cost_usd']:.4f}"
+        from swarm_evo.llm.ledger import cost_text
+
+        cost = cost_text(llm)
         print(f"model calls: {llm['calls']} ({llm['failed_calls']} failed), "
               f"{llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, cost {cost}")
     if summary.get("stop_reason"):
@@ -272,6 +281,7 @@ def _resume(args) -> int:
     overrides = dict(
         max_steps=args.max_steps, parallel_workers=args.parallel_workers, time_limit=args.time_limit,
         executor=args.executor, image=args.image, gpus=args.gpus, python=args.python,
+        max_consecutive_failures=args.max_consecutive_failures,
     )
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)

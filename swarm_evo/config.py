@@ -93,15 +93,18 @@ class ModelConfig(_Section):
     num_retries: int = Field(2, ge=0, description="litellm retries for transient errors (cut to the remaining time).")
     max_consecutive_failures: int = Field(
         5, ge=1, description="Generation failures in a row (model errors after their retries, replies "
-        "without a program) after which the run stops with exit 1; resume it once the model works.",
+        "without a program) after which the run stops with exit 1; resume it once the model works "
+        "(a resumed run counts only the failures since it resumed).",
     )
     max_cost_usd: float | None = Field(
         None, gt=0, description="Stop starting steps once the run's LLM cost reaches this many USD "
-        "(every call counts, failed and preflight ones too); None: no limit.",
+        "(every call counts, failed and preflight ones too); None: no limit. Every model of the run must "
+        "have a price (litellm's, or input_cost_per_token/output_cost_per_token): a run refuses to start otherwise.",
     )
     input_cost_per_token: float | None = Field(
-        None, ge=0, description="USD per prompt token, for models litellm has no price for (local models); "
-        "litellm custom pricing.",
+        None, ge=0, description="USD per prompt token (litellm custom pricing): the price of model.name, "
+        "and of a review_name/evolution_name model litellm has no price for (local models); a model litellm "
+        "prices keeps litellm's price.",
     )
     output_cost_per_token: float | None = Field(None, ge=0, description="USD per completion token (see input_cost_per_token).")
     fault_rate: float = Field(0.2, ge=0, le=1, description="Offline model: chance of a planted bug.")

@@ -192,29 +192,42 @@ class Journal:
             return None
         return max(pool, key=lambda n: (n.fitness, -(n.step or 0)))
 
-    def submission_candidate(self) -> tuple[Node | None, str]:
-        """The node whose submission (or program) the run hands in, and why (issue 13).
+    def submission_candidates(self) -> list[tuple[Node, str]]:
+        """Every node the run could hand in, best first, each with why (issue 13, issue 31).
 
-        The best valid node (:meth:`best_node`); when no node is valid, the best node that
-        passed every deterministic check (it ran, its submission is valid, its metric line
-        parsed: ``metadata.facts_passed``) although the LLM reviewer flagged it — a strict
-        reviewer must not leave a run without a submission. ``(None, why)`` when no node ran
-        successfully.
+        The valid nodes by direction-aware fitness (earliest on ties); after them, when no node
+        is valid, the nodes that passed every deterministic check (they ran, their submission is
+        valid, their metric line parsed: ``metadata.facts_passed``) although the LLM reviewer
+        flagged them — a strict reviewer must not leave a run without a submission. The hand-in
+        (``step.persistence.publish_best``) takes the first whose files can be copied and goes
+        down the list when one cannot. Empty when no node ran successfully.
         """
-        best = self.best_node()
-        if best is not None:
-            valid = len(self.valid_pool())
-            return best, (f"the best of {valid} valid node(s) by validation metric "
-                          f"({'lower' if best.lower_is_better else 'higher'} is better)")
-        passed = [n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None]
-        if not passed:
+        key = lambda n: (n.fitness, -(n.step or 0))  # noqa: E731 - best first, earliest on ties
+        pool = sorted(self.valid_pool(), key=key, reverse=True)
+        if pool:
+            direction = "lower" if pool[0].lower_is_better else "higher"
+            return [(n, f"{'the best' if i == 0 else f'rank {i + 1}'} of {len(pool)} valid node(s) by validation "
+                        f"metric ({direction} is better)") for i, n in enumerate(pool)]
+        passed = sorted((n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None),
+                        key=key, reverse=True)
+        out = []
+        for i, node in enumerate(passed):
+            flagged = "; ".join(r for r in (node.metadata.get("review") or {}).get("reasons", [])
+                                if not r.startswith("note:"))[:500]
+            rank = "has the best metric" if i == 0 else f"is rank {i + 1} by metric"
+            out.append((node, f"no node passed the review; node {node.id[:8]} (step {node.step}) passed every "
+                              f"deterministic check (it ran, wrote a valid submission, printed its metric) and "
+                              f"{rank} of {len(passed)} such node(s); the reviewer flagged it: "
+                              f"{flagged or 'buggy'}"))
+        return out
+
+    def submission_candidate(self) -> tuple[Node | None, str]:
+        """The first of :meth:`submission_candidates` and why; ``(None, why)`` when no node ran
+        successfully with a valid submission and a metric line."""
+        candidates = self.submission_candidates()
+        if not candidates:
             return None, "no node ran successfully with a valid submission and a metric line"
-        node = max(passed, key=lambda n: (n.fitness, -(n.step or 0)))
-        flagged = "; ".join(r for r in (node.metadata.get("review") or {}).get("reasons", [])
-                            if not r.startswith("note:"))[:500]
-        return node, (f"no node passed the review; node {node.id[:8]} (step {node.step}) passed every "
-                      f"deterministic check (it ran, wrote a valid submission, printed its metric) and has the "
-                      f"best metric of {len(passed)} such node(s); the reviewer flagged it: {flagged or 'buggy'}")
+        return candidates[0]
 
     def children_of(self, node_id: str) -> list[Node]:
         """Nodes that descend from ``node_id``: its mutates and merges, and merges using its genes."""

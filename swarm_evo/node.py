@@ -42,9 +42,14 @@ class LLMUsage(BaseModel):
     seconds: float = 0.0
 
     def add(self, other: "LLMUsage") -> "LLMUsage":
-        """Return the sum of two usages; cost stays None only if both are None."""
+        """Return the sum of two usages. The cost is unknown (None) when either side made calls
+        without a known cost (issue 31: an unpriced call never counts as free), None also when
+        neither side has a cost, else the sum."""
+        def unknown(usage: LLMUsage) -> bool:
+            return usage.cost is None and usage.calls > 0
+
         cost = None
-        if self.cost is not None or other.cost is not None:
+        if not (unknown(self) or unknown(other)) and (self.cost is not None or other.cost is not None):
             cost = (self.cost or 0.0) + (other.cost or 0.0)
         return LLMUsage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

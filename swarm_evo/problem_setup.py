@@ -15,6 +15,7 @@ from swarm_evo.model_context import exec_timeout, offline_context
 from swarm_evo.objective.problem import AUXILIARY_TIMEOUT, INITIAL_DIR, INITIAL_METRICS, RESULTS_DIR
 from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
+from swarm_evo.text_bounds import prompt_limits
 
 AUXILIARY_RECORD = "auxiliary_metrics.json"
 
@@ -53,7 +54,7 @@ def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
     initial_results = session.run_dir / INITIAL_DIR / RESULTS_DIR
     sample = describe_output(load_program_output(initial_results))
     prompt = render("auxiliary_metrics.j2", objective=objective.prompt_view(), sample_output=sample,
-                    timeout=AUXILIARY_TIMEOUT)
+                    timeout=AUXILIARY_TIMEOUT, limits=prompt_limits(session.config.model))
     atomic_write_text(session.run_dir / "prompt-auxiliary_metrics.md", prompt)
     ctx = offline_context(session, "auxiliary_metrics", "auxiliary_metrics")
     ctx["sample_output"] = sample

@@ -5,9 +5,13 @@ examples, guidelines) and share partials under ``prompt_templates/skills/``. Ren
 strict: a variable a template uses but the caller did not pass is an error, not a blank.
 
 Every text that enters a prompt is bounded (issue 13): templates apply the filters ``bound``
-(:func:`swarm_evo.text_bounds.bound_text`: ``{{ term_out|bound(limits.term_out, "output") }}``)
-and ``bound_items`` (:func:`swarm_evo.text_bounds.bound_items`) with the run's
+(:func:`swarm_evo.text_bounds.bound_text`: ``{{ term_out|bound(limits.term_out, "output") }}``),
+``bound_items`` (:func:`swarm_evo.text_bounds.bound_items`), ``bound_join``
+(:func:`~swarm_evo.text_bounds.bound_join`) and, around a rendered list, the block filter
+``fit_lines`` (:func:`~swarm_evo.text_bounds.fit_lines`) with the run's
 :class:`~swarm_evo.text_bounds.PromptLimits`, passed as ``limits`` by ``model_context.prompt_context``.
+Every prompt fits ``limits.prompt_chars`` (issue 31): :func:`render` measures the template's
+fixed text (:func:`measure`) and shrinks the parts when they would not fit beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 import jinja2
 
-from swarm_evo.text_bounds import bound_items, bound_text
+from swarm_evo.text_bounds import PROMPT_PARTS, PromptLimits, bound_items, bound_join, bound_text, fit_lines
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,8 @@ def _environment(root: str) -> jinja2.Environment:
     )
     env.filters["bound"] = _bound_filter
     env.filters["bound_items"] = _bound_items_filter
+    env.filters["bound_join"] = bound_join
+    env.filters["fit_lines"] = fit_lines
     return env
 
 
@@ -59,17 +65,23 @@ def _bound_items_filter(items: Any, max_item_chars: int, max_total_chars: int, w
     return bound_items(items, int(max_item_chars), int(max_total_chars), what=what)
 
 
-def render(template: str, **context: Any) -> str:
-    """Render ``prompt_templates/<template>`` with ``context``.
+class _PartsRecorder:
+    """Stands in for ``limits`` while a template's fixed text is measured: every part of
+    :data:`~swarm_evo.text_bounds.PROMPT_PARTS` reads as 0 (so the part renders nothing) and
+    each read is counted; other fields read as in ``limits``."""
 
-    When ``context`` holds ``limits`` (:class:`~swarm_evo.text_bounds.PromptLimits`) and the
-    prompt still exceeds ``limits.prompt_chars`` (a context window too small for the fixed
-    text), a warning is logged; the prompt is returned as rendered.
+    def __init__(self, limits: PromptLimits) -> None:
+        self._limits = limits
+        self.reads: list[str] = []
 
-    Raises:
-        jinja2.TemplateNotFound: no such template.
-        jinja2.UndefinedError: the template uses a variable missing from ``context``.
-    """
+    def __getattr__(self, name: str) -> Any:
+        if name in PROMPT_PARTS:
+            self.reads.append(name)
+            return 0
+        return getattr(self._limits, name)
+
+
+def _render_text(template: str, context: dict[str, Any]) -> str:
     text = _environment(str(templates_dir())).get_template(template).render(**context)
     # Collapse the blank-line runs that optional blocks leave behind.
     lines: list[str] = []
@@ -77,8 +89,65 @@ def render(template: str, **context: Any) -> str:
         if not line.strip() and lines and not lines[-1].strip():
             continue
         lines.append(line.rstrip())
-    prompt = "\n".join(lines).strip() + "\n"
+    return "\n".join(lines).strip() + "\n"
+
+
+SLACK_PER_PART = 2
+"""Characters allowed per part beyond its bound: an empty part's line break can merge with a
+blank line when the fixed text is measured, and comes back when the part has text."""
+
+
+def measure(template: str, context: dict[str, Any]) -> tuple[int, list[str]]:
+    """``(fixed characters, parts read)`` of ``template`` rendered with ``context`` (which holds
+    ``limits``, a :class:`~swarm_evo.text_bounds.PromptLimits`): the prompt's
+    length with every part of :data:`~swarm_evo.text_bounds.PROMPT_PARTS` bounded to 0 (the
+    headings, instructions and run constants a prompt shows whatever its inputs), and the parts
+    the template read, once per read (a role and a strategy text read ``agent_text`` twice).
+
+    Raises:
+        jinja2.TemplateNotFound, jinja2.UndefinedError: as :func:`render`.
+    """
+    recorder = _PartsRecorder(context["limits"])
+    fixed = len(_render_text(template, {**context, "limits": recorder}))
+    return fixed, recorder.reads
+
+
+def fit_limits(template: str, context: dict[str, Any]) -> PromptLimits:
+    """The limits with which ``template`` fits ``limits.prompt_chars`` (issue 31); ``limits``
+    is ``context["limits"]``.
+
+    The template's fixed text F and the parts it reads are measured (:func:`measure`); when F
+    plus the parts' bounds (plus :data:`SLACK_PER_PART` each) exceed ``prompt_chars``, every part
+    is scaled by ``(prompt_chars - F - slack) / parts`` (:meth:`PromptLimits.scaled`), else
+    ``limits`` is returned as it is. When F alone exceeds ``prompt_chars`` (a window too small
+    for the fixed text, refused at start by :func:`swarm_evo.prompt_budget.check_prompt_window`)
+    the parts are 0.
+    """
+    limits = context["limits"]
+    fixed, reads = measure(template, context)
+    parts = sum(getattr(limits, name) for name in reads)
+    room = limits.prompt_chars - fixed - SLACK_PER_PART * len(reads)
+    if parts <= room or not parts:
+        return limits
+    return limits.scaled(max(0.0, room / parts))
+
+
+def render(template: str, **context: Any) -> str:
+    """Render ``prompt_templates/<template>`` with ``context``.
+
+    When ``context`` holds ``limits`` (:class:`~swarm_evo.text_bounds.PromptLimits`) the
+    template is rendered with :func:`fit_limits`: the prompt fits ``limits.prompt_chars``
+    whatever its inputs, as long as the window holds its fixed text (otherwise a warning is
+    logged and the prompt is returned as rendered).
+
+    Raises:
+        jinja2.TemplateNotFound: no such template.
+        jinja2.UndefinedError: the template uses a variable missing from ``context``.
+    """
     limits = context.get("limits")
+    if isinstance(limits, PromptLimits):
+        context = {**context, "limits": fit_limits(template, context)}
+    prompt = _render_text(template, context)
     budget = getattr(limits, "prompt_chars", None)
     if budget is not None and len(prompt) > budget:
         log.warning("the %s prompt has %s characters, over the %s the model's context window allows "

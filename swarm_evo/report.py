@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from swarm_evo.competition import CompetitionReport
 from swarm_evo.journal import Journal
-from swarm_evo.llm.ledger import LLMTotals
+from swarm_evo.llm.ledger import LLMTotals, cost_text
 from swarm_evo.node import Node
 from swarm_evo.operation_stats import best_lineage, improvements_by_operation, lineage_text
 
@@ -64,26 +64,27 @@ def progress_line(journal: Journal, max_steps: int, llm: LLMTotals) -> str:
     ``12/30 nodes, 9 valid, best 0.8012; LLM: 41 calls (2 failed), 310k tokens, $0.42``."""
     best = journal.best_node()
     tokens = llm.prompt_tokens + llm.completion_tokens
-    cost = "cost unknown" if llm.cost_usd is None else f"${llm.cost_usd:.2f}"
+    cost = cost_text(llm, digits=2)
     return (f"{len(journal)}/{max_steps} nodes, {len(journal.valid_pool())} valid, best "
             f"{'-' if best is None else f'{best.metric_value:.6g}'}; LLM: {llm.calls} calls "
             f"({llm.failed_calls} failed), {tokens / 1000:.0f}k tokens, {cost}")
 
 
 def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict | None = None,
-                stop_reason: str | None = None) -> dict[str, Any]:
+                stop_reason: str | None = None, hand_in: tuple[Node | None, str] | None = None) -> dict[str, Any]:
     """Counts per phase and operation, valid/dead/buggy, best node, per-node time split
     (mean seconds of LLM, execution and orchestration per node), the end report:
     ``grade_report`` (a competition's CompetitionReport) or ``problem_report`` (a problem's
     ProblemReport; the other one is None), ``hand_in`` (``{node_id, step, reason}``: which
-    node's submission the run hands in and why, :meth:`Journal.submission_candidate`),
+    node's submission the run handed in and why: ``hand_in`` as given, by default
+    :meth:`Journal.submission_candidate`),
     ``llm`` (the ledger's totals, :meth:`swarm_evo.llm.ledger.LedgerSummary.report`),
     ``stop_reason`` (why the run stopped early, else None), ``improvements`` (per operation,
     :func:`swarm_evo.operation_stats.improvements_by_operation`) and ``best_lineage``
     (:func:`swarm_evo.operation_stats.best_lineage`)."""
     nodes = journal.nodes
     best = journal.best_node()
-    chosen, why = journal.submission_candidate()
+    chosen, why = hand_in if hand_in is not None else journal.submission_candidate()
     per_op: dict[str, dict[str, int]] = {}
     for n in nodes:
         row = per_op.setdefault(n.operation, {"count": 0, "valid": 0, "dead": 0, "debugged": 0})
@@ -216,7 +217,7 @@ def final_report_markdown(
         lines += ["", "## Model calls", "", "| operation | calls | failed | prompt tokens | completion tokens | cost (USD) |",
                   "|---|---|---|---|---|---|"]
         for op, row in [*llm.get("by_operation", {}).items(), ("**total**", llm)]:
-            cost = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"
+            cost = cost_text(row)
             lines.append(f"| {op} | {row['calls']} | {row['failed_calls']} | {row['prompt_tokens']} | "
                          f"{row['completion_tokens']} | {cost} |")
     if chart:

@@ -10,6 +10,10 @@ finished; everything else is brought back in line with it when the run is opened
   counted) and the step is redone in a fresh slot, so the budget (``len(journal)``) counts it
   once;
 * temporary files of interrupted atomic writes (``.<name>.*.tmp``) are removed;
+* the run's age goes on from the larger of the journal's ``elapsed_seconds`` (written at each
+  append) and ``RUN_DIR/run_state.json`` (written every 30 s while the run is open), so the
+  time of a step killed long after the last append still counts
+  (:func:`swarm_evo.budget.recorded_elapsed`);
 * the experience pool and the dispatcher's EMA scores are updated after the journal append,
   so a kill in between leaves them one node behind: the missing experience records are added
   and the missing dispatcher updates applied (each node exactly once, from the quality the

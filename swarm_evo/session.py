@@ -8,6 +8,7 @@ talks to Prefect.
 Run directory layout (SPEC §5)::
 
     RUN_DIR/journal.json                 all nodes + run info (atomic rewrite per append)
+    RUN_DIR/run_state.json               the run's elapsed seconds, rewritten every 30 s (budget.py)
     RUN_DIR/nodes/<node_id>/             solution.py, stdout.txt, stderr.txt,
                                          submission/submission.csv, prompt-*.md
     RUN_DIR/best_solution.py             best valid node's program
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarm_evo.agents import AgentPool
-from swarm_evo.budget import Budget
+from swarm_evo.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
 from swarm_evo.config import RunConfig
 from swarm_evo.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.experience import EXPERIENCE_FILE, ExperiencePool
@@ -43,6 +44,7 @@ from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
 from swarm_evo.objective import Objective, ProblemObjective
 from swarm_evo.objective.load import load_objective
+from swarm_evo.prompt_budget import check_prompt_window
 from swarm_evo.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
@@ -104,7 +106,10 @@ class RunSession:
     probe_warnings: list[str] = field(default_factory=list)  # transient failures of the preflight calls
     stop_reason: str | None = None  # why no new step starts although budget and time are left
     stop_is_failure: bool = False  # the stop is a failure (the model keeps failing): exit 1
+    opened_at_nodes: int = 0  # journal nodes when this process opened the run (step.limits: failures since)
     published_best_id: str | None = None  # the node whose files are RUN_DIR's best (step.persistence.publish_best)
+    unpublishable: set[str] = field(default_factory=set)  # candidates whose files could not be handed in (warned once)
+    elapsed_recorder: ElapsedRecorder | None = None  # keeps RUN_DIR/run_state.json current while the session is open
 
     @property
     def review_endpoint(self) -> ModelEndpoint:
@@ -248,12 +253,15 @@ def open_session(
 
     Raises:
         CompetitionError, ProblemError: the objective cannot be loaded (names the file and the fix).
+        ConfigError: ``model.context_window`` is too small for the prompts' fixed text, or a cost
+            limit is set for a model without a price.
         ModelAccessError: the model is unknown or its API key is missing.
         RunDirectoryError: the run directory's journal belongs to another competition or
             problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
     """
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
+    check_prompt_window(config, objective)  # also for runs started from a deployment, not the CLI
     check_model_access(endpoint)
     probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()
@@ -286,12 +294,15 @@ def open_session(
     dispatcher = Dispatcher.open(
         agents.ids, config.agents.epsilon, config.agents.ema_alpha, run_dir / "agents" / STATE_FILE
     )
-    budget = Budget.for_journal(  # a continued run goes on from the journal's count and age
+    _stop_recording(run_dir)  # a session opened again here: the previous one's clock writes last
+    budget = Budget.for_journal(  # a continued run goes on from its count and age (even killed mid-step)
         len(journal),
         config.search.max_steps,
         time_limit=config.search.time_limit,
-        elapsed=float(journal.info.get("elapsed_seconds") or 0.0) if continued else 0.0,
+        elapsed=recorded_elapsed(run_dir, journal.info) if continued else 0.0,
     )
+    if isinstance(objective, ProblemObjective):
+        objective.time_left = budget.time_left  # the deadline bounds each whole evaluation
     left = budget.time_left()
     endpoint = endpoint.model_copy(update={
         "deadline": None if left is None else time.time() + left,  # model calls end by the time limit
@@ -313,14 +324,27 @@ def open_session(
         dispatcher=dispatcher,
         experience=ExperiencePool(run_dir / EXPERIENCE_FILE),
         probe_warnings=[p.warning for p in probes if p.warning],
+        opened_at_nodes=len(journal),
     )
     if continued:
         session.resume_report = reconcile(
             run_dir, journal, session.experience, dispatcher, containers_removed=_remove_stray_containers(config, run_dir)
         )
+    # after reconcile (it removes leftover temporary files); ends by itself once no step can run
+    session.elapsed_recorder = ElapsedRecorder(
+        budget, run_dir / RUN_STATE_FILE, done=lambda: session.finished and budget.in_flight == 0
+    ).start()
     with _REGISTRY_LOCK:
         _SESSIONS[str(run_dir)] = session
     return session
+
+
+def _stop_recording(run_dir: Path) -> None:
+    """Stop the elapsed-time recorder of the session registered for ``run_dir``, if any."""
+    with _REGISTRY_LOCK:
+        session = _SESSIONS.get(str(run_dir))
+    if session is not None and session.elapsed_recorder is not None:
+        session.elapsed_recorder.stop()
 
 
 def _remove_stray_containers(config: RunConfig, run_dir: Path) -> list[str]:
@@ -346,9 +370,12 @@ def get_session(run_dir: str | Path) -> RunSession:
 
 
 def close_session(run_dir: str | Path) -> None:
-    """Forget the session of ``run_dir`` (no-op when none is registered)."""
+    """Forget the session of ``run_dir`` and stop its elapsed-time recorder after a last write of
+    ``RUN_DIR/run_state.json`` (no-op when none is registered)."""
+    key = str(Path(run_dir).resolve())
+    _stop_recording(Path(key))
     with _REGISTRY_LOCK:
-        _SESSIONS.pop(str(Path(run_dir).resolve()), None)
+        _SESSIONS.pop(key, None)
 
 
 def default_run_dir(competition_id: str, seed: int, root: Path = Path("runs")) -> Path:

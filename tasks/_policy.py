@@ -19,7 +19,13 @@ evolve-agents, write-auxiliary-metrics):
    (:data:`swarm_evo.llm.client.BAD_REPLY_REASKS`); a re-ask at temperature > 0 usually
    complies. A code reply still bad raises ``GenerationError`` (never retried by Prefect:
    the same prompt would cost the same again); a tool call still bad returns its error.
-4. What fails for good never fails the run: a step's generation becomes a dead node with
+4. The optional self-fix after the static pre-validation is no reason to retry: when its call
+   fails (any model error, transient ones after litellm's retries), the original program runs
+   (:func:`swarm_evo.step.generation.prevalidate`), so a ``generate`` task is never retried,
+   and its program paid again, for the sake of the self-fix. Every call, failed ones and those
+   of a retried task attempt, counts in the node's ``llm_usage`` (ledger scopes,
+   :func:`swarm_evo.llm.ledger.call_scope`).
+5. What fails for good never fails the run: a step's generation becomes a dead node with
    exc_type ``GenerationError`` and the error text, counted in the budget
    (flows/_step.py, :func:`swarm_evo.step.assembly.failed_generation_node`); a debug attempt's
    generation becomes a failed attempt and the chain goes on (flows/debug_attempt.py); the

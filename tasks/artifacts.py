@@ -25,6 +25,7 @@ from swarm_evo import charts, evolution_tree, operation_stats, run_report
 from swarm_evo import report as views
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.session import get_session
+from swarm_evo.step import persistence
 from tasks._policy import TASK_DEFAULTS
 
 PROGRESS_INTERVAL = 10.0
@@ -122,7 +123,7 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     """
     session = get_session(run_dir)
     summary = views.run_summary(session.journal, grade, llm=session.ledger.summary().report(),
-                                stop_reason=session.stop_reason)
+                                stop_reason=session.stop_reason, hand_in=persistence.handed_in(session))
     pictures = write_run_pictures(run_dir)
     chart, tree = pictures.get("chart"), pictures.get("tree")
     markdown = views.final_report_markdown(

@@ -29,10 +29,13 @@ def select_phase2(run_dir: str, slot: int) -> OperationRequest:
     **TASK_DEFAULTS,
 )
 def generate(run_dir: str, node_id: str, request: OperationRequest) -> generation.Generated:
-    """The operation's program, statically pre-validated (one self-fix).
+    """The operation's program, statically pre-validated (one self-fix). A failing self-fix
+    never fails the task (the original program is kept), so a Prefect retry never pays for the
+    program again; ``usage`` counts every call made for the node's generation, the failed ones
+    and those of earlier task attempts too.
 
     Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
-    exception; flows/_step.py turns either into a dead node."""
+    exception, with ``usage`` (the calls so far); flows/_step.py turns either into a dead node."""
     return generation.generate_program(get_session(run_dir), node_id, request)
 
 
@@ -54,5 +57,6 @@ def generate_debug(
     """The debug fix of attempt ``attempt`` for the previous attempt's code and error.
 
     Raises (after the retries of tasks._policy.LLM_RETRY): GenerationError or a litellm
-    exception; flows/debug_attempt.py turns either into a failed attempt."""
+    exception, with ``usage`` (the calls so far); flows/debug_attempt.py turns either into a
+    failed attempt."""
     return generation.debug_program(get_session(run_dir), node_id, slot, attempt, code, term_out, exc_type, problems)

@@ -127,3 +127,41 @@ def test_started_at_is_respected():
     b = Budget(5, time_limit=10.0, started_at=495.0, clock=clock)
     assert b.time_left() == pytest.approx(5.0)
     assert b.elapsed() == pytest.approx(5.0)
+
+
+def test_elapsed_recorder_keeps_run_state_current(tmp_path):
+    """Issue 31 item 7: RUN_DIR/run_state.json follows the budget's clock (start, every interval,
+    a last write on stop or when the run is done); resume takes the larger of it and the journal."""
+    import json
+
+    from swarm_evo.budget import RUN_STATE_FILE, RUN_STATE_INTERVAL, ElapsedRecorder, recorded_elapsed
+
+    assert RUN_STATE_INTERVAL <= 60
+    clock = FakeClock(1000.0)
+    budget = Budget.for_journal(0, 10, time_limit=100.0, elapsed=20.0, clock=clock)
+    path = tmp_path / RUN_STATE_FILE
+    recorder = ElapsedRecorder(budget, path, interval=0.02).start()
+    assert json.loads(path.read_text())["elapsed_seconds"] == 20.0 and recorder._thread.daemon
+    clock.t += 15.0
+    deadline = time.monotonic() + 5
+    while json.loads(path.read_text())["elapsed_seconds"] != 35.0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert recorded_elapsed(tmp_path, {"elapsed_seconds": 21.0}) == 35.0
+    assert recorded_elapsed(tmp_path, {"elapsed_seconds": 50.0}) == 50.0
+    clock.t += 5.0
+    recorder.stop()
+    assert not recorder.running and json.loads(path.read_text())["elapsed_seconds"] == 40.0
+    path.write_text("{not json")
+    assert recorded_elapsed(tmp_path, {"elapsed_seconds": 3.0}) == 3.0
+    assert recorded_elapsed(tmp_path / "missing", {}) == 0.0
+
+    done = ElapsedRecorder(budget, path, interval=0.02, done=lambda: True).start()
+    done._thread.join(timeout=5)
+    assert not done.running, "a run that can start no step stops recording by itself"
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    vanished = ElapsedRecorder(budget, gone / RUN_STATE_FILE, interval=0.02).start()
+    (gone / RUN_STATE_FILE).unlink()
+    gone.rmdir()
+    vanished._thread.join(timeout=5)
+    assert not vanished.running and not gone.exists(), "a removed run directory is never made again"

@@ -508,3 +508,36 @@ def test_evaluator_may_import_its_siblings_relatively(sandbox, tmp_path):
     result = evaluate_program(load_problem(folder), program, tmp_path / "r", sandbox=sandbox,
                               use_static_auxiliary=False)
     assert result.combined_score == 0.75
+
+
+def test_the_run_deadline_bounds_a_whole_multi_run_evaluation(sandbox, tmp_path):
+    """Issue 31 item 8: with num_runs > 1 each run used to get min(timeout, time left), so one
+    evaluation could take num_runs times the time left; the time left bounds the whole
+    evaluation, auxiliary metrics included."""
+    from swarm_evo.objective import ProblemObjective
+
+    folder = copy_problem(tmp_path)
+    yaml_path = folder / "problem.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("num_runs: 1", "num_runs: 4"))
+    slow = load_problem(folder).initial_program.replace("def f(x):\n", "def f(x):\n    import time; time.sleep(1.0)\n")
+    objective = ProblemObjective(load_problem(folder))
+    objective.time_left = lambda: 2.0  # what the session sets: Budget.time_left
+    started = time.monotonic()
+    assessed = objective.assess(sandbox, slow, tmp_path / "multi", timeout=2.0)  # the step's exec_timeout
+    assert time.monotonic() - started < 3.5, "4 runs of 1 s each do not fit in the 2 s left"
+    evaluation = assessed.evaluation
+    assert not evaluation["correct"] and assessed.metric is None
+    assert "TimeoutError" in evaluation["error"]
+
+    yaml_path.write_text(yaml_path.read_text().replace("num_runs: 4", "num_runs: 1"))
+    aux = folder / "auxiliary_metrics.py"
+    aux.write_text(aux.read_text().replace("    x = program_output", "    import time; time.sleep(5)\n    x = program_output"))
+    objective = ProblemObjective(load_problem(folder))
+    objective.time_left = lambda: 2.5  # what the session sets: Budget.time_left
+    program = tmp_path / "main.py"
+    program.write_text(objective.problem.initial_program)
+    started = time.monotonic()
+    result = objective.evaluate(sandbox, program, tmp_path / "aux", timeout=2.5)
+    assert time.monotonic() - started < 4.5, "the auxiliary metrics end by the deadline too"
+    assert result.correct and result.auxiliary_metrics == {}
+    assert "TimeoutError" in result.auxiliary_errors["auxiliary_static"]

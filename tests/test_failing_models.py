@@ -223,6 +223,31 @@ def test_transient_error_that_persists_gives_a_dead_generation_node(wine, script
     assert node.metadata["generation_error"] == {"type": cls.__name__, "transient": True}
 
 
+@pytest.mark.parametrize("kind", ["rate_limit", "server_error:503"])
+def test_transient_error_near_the_deadline_ends_the_step_without_a_node(wine, script, fast_retries, monkeypatch, kind):
+    """Issue 31 item 6: with less than the retry horizon left, a 429/5xx ends the step as the
+    deadline does: no dead node, the slot back, no failure stop (the run ends cleanly)."""
+    import time
+
+    from flows.draft_step import draft_step
+    from swarm_evo.step import limits
+
+    left = client.RETRY_HORIZON / 2
+    monkeypatch.setattr(wine.budget, "time_limit", wine.budget.elapsed() + left)
+    monkeypatch.setattr(wine, "endpoint", wine.endpoint.model_copy(update={"deadline": time.time() + left}))
+    monkeypatch.setattr(wine, "stop_reason", None)  # restored after the test: the module's session goes on
+    monkeypatch.setattr(wine, "stop_is_failure", False)
+    slot = wine.budget.reserve()
+    script.plans = {f"slot{slot}:draft": [kind] * 20}
+    before, used = len(wine.journal), wine.budget.used
+    draft_step(run_dir=str(wine.run_dir), slot=slot, epoch=1)
+    assert script.calls[f"slot{slot}:draft"] == 1, "not retried: no retry fits before the deadline"
+    assert len(wine.journal) == before, "no dead node"
+    assert wine.budget.used == used and wine.budget.in_flight == 0, "the slot went back to the budget"
+    assert wine.finished and not wine.stop_is_failure, "no new step starts; the run is no failure"
+    assert "time limit" in limits.check_limits(wine)
+
+
 @pytest.mark.parametrize("kind", ["no_code_block", "empty"])
 def test_bad_reply_is_asked_again_once(wine, script, fast_retries, kind):
     node, calls = _step(wine, script, {"draft": [kind, None]})
@@ -236,6 +261,63 @@ def test_bad_reply_twice_gives_a_dead_generation_node_without_prefect_retry(wine
     assert node.dead and node.exc_type == "GenerationError"
     assert node.exc_info.startswith("GenerationError: no usable program in 2 replies: the reply ")
     assert node.llm_usage.calls == 2 and node.metadata["generation_error"]["transient"] is False
+
+
+SELF_FIX_FAILURES = {
+    "400": lambda: litellm.BadRequestError(message="context window exceeded", model="swarm-evo", llm_provider="offline"),
+    "content-policy": lambda: litellm.ContentPolicyViolationError(message="flagged", model="swarm-evo",
+                                                                  llm_provider="offline"),
+    "429-for-good": None,  # the injector's rate limit on every try: litellm's retry, then the error
+}
+
+
+@pytest.mark.parametrize("failure", sorted(SELF_FIX_FAILURES))
+def test_a_failed_self_fix_runs_the_original_program(wine, script, fast_retries, monkeypatch, failure):
+    """Issue 31 item 4: a model error on the optional self-fix call runs the program it was
+    fixing; the task is not retried, so the draft is paid once; the failed call counts in the
+    node's usage."""
+    from swarm_evo.step import generation
+
+    monkeypatch.setattr(wine.objective, "static_check", lambda code: ["planted: the check always fails"])
+    replies, complete_code = [], generation.complete_code
+    monkeypatch.setattr(generation, "complete_code", lambda *a, **k: replies.append(complete_code(*a, **k)) or replies[-1])
+    make = SELF_FIX_FAILURES[failure]
+    if make is None:
+        plans, error = {"draft": [], "fix": ["rate_limit"] * 20}, "RateLimitError"
+    else:
+        plans, refused, real = {"draft": []}, make(), litellm.completion
+
+        def completion(**kwargs):
+            if ((kwargs.get("metadata") or {}).get("swarm_evo") or {}).get("purpose") == "fix":
+                raise refused
+            return real(**kwargs)
+
+        monkeypatch.setattr(litellm, "completion", completion)
+        error = type(refused).__name__
+    node, calls = _step(wine, script, plans)
+    assert calls["draft"] == 1, "the draft is paid once: no Prefect retry of generate"
+    assert not node.dead and node.exc_type is None and node.metric_value is not None, "the original program ran"
+    record = node.metadata["prevalidation"]
+    assert record["fixed"] is False and record["errors_after"] is None
+    assert record["fix_error"].startswith(f"{error}: "), record
+    assert len(replies) == 1 and node.code == replies[0].code, "the program it was fixing ran"
+    assert node.llm_usage.calls == 3, "draft, the failed self-fix, review"
+
+
+@pytest.mark.parametrize("plans,calls", [
+    ({"draft": ["rate_limit", "rate_limit", None], "review": ["rate_limit"] * 20}, 2 + PREFECT_ATTEMPTS),
+    ({"draft": ["rate_limit"] * 20}, PREFECT_ATTEMPTS),
+], ids=["retried-draft-and-failed-review", "dead-generation"])
+def test_a_nodes_usage_counts_every_call_made_for_it(wine, script, fast_retries, plans, calls):
+    """Issue 31 item 4: ``llm_usage`` holds the failed calls too, those of Prefect task
+    attempts that were retried and those of a generation or review that failed for good: the
+    same calls the ledger has for the node."""
+    node, _ = _step(wine, script, plans)
+    lines = (wine.run_dir / "llm_calls.jsonl").read_text().splitlines()
+    own = [e for e in map(json.loads, lines) if str(e.get("scope") or "").startswith(f"{node.id}/")]
+    assert node.llm_usage.calls == calls and len(own) == calls, (node.llm_usage, own)
+    assert node.llm_usage.seconds == pytest.approx(sum(e["seconds"] for e in own), abs=1e-6)
+    assert node.dead == ("review" not in plans)
 
 
 @pytest.mark.parametrize("kinds", [["invalid_tool_json", "invalid_tool_json"], ["empty", "invalid_tool_json"],

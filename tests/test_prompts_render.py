@@ -170,7 +170,7 @@ def render_all(session, slot0: int = 100) -> dict[str, str]:
     prompts["evolve_agent.j2"] = evolution[-1].read_text()
     sample = {"centers": {"type": "ndarray", "shape": [26, 2], "dtype": "float64", "example": "[[0.1, 0.1], ...]"}}
     prompts["auxiliary_metrics.j2"] = render("auxiliary_metrics.j2", objective=session.objective.prompt_view(),
-                                             sample_output=sample, timeout=10)
+                                             sample_output=sample, timeout=10, limits=prompt_limits(config.model))
     return prompts
 
 

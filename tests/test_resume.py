@@ -265,6 +265,61 @@ def test_time_limit_continues_across_resumes(tmp_path, breast_cancer):
         close_session(run_dir)
 
 
+_KILLED_MID_STEP = """
+import os, signal, sys, time
+from pathlib import Path
+
+import swarm_evo.budget
+swarm_evo.budget.RUN_STATE_INTERVAL = 0.2  # production: every 30 s
+from swarm_evo.config import RunConfig
+from swarm_evo.llm.endpoint import endpoint_for
+from swarm_evo.node import Node
+from swarm_evo.session import open_session
+from swarm_evo.step import persistence
+from swarm_evo.step.request import OperationRequest
+
+data, run_dir = Path(sys.argv[1]), Path(sys.argv[2])
+config = RunConfig().with_overrides({"search.time_limit": 3600.0, "sandbox.python": sys.executable})
+session = open_session(competition_id="sklearn-breast-cancer", data_dir=data, run_dir=run_dir, config=config,
+                       endpoint=endpoint_for(config.model))
+slot = session.budget.reserve()
+request = OperationRequest(operation="draft", phase=1, slot=slot, template="draft.j2", prompt="p", ctx={})
+persistence.append_node(session, Node(id="n1", operation="draft", phase=1, epoch=1, dead=True), request)
+session.budget.reserve()  # the next step: a long execution, then the machine is lost
+time.sleep(4.0)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_time_of_a_step_killed_long_after_the_last_append_is_kept(tmp_path, breast_cancer):
+    """Issue 31 item 7: the run's age is saved at least every minute (RUN_DIR/run_state.json),
+    not only at appends, so a process killed mid-step does not get its time back on resume."""
+    from swarm_evo.config import RunConfig
+    from swarm_evo.llm.endpoint import endpoint_for
+    from swarm_evo.session import close_session, open_session
+
+    run_dir = tmp_path / "run"
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_MID_STEP)
+    proc = subprocess.run([sys.executable, str(script), str(breast_cancer), str(run_dir)], env=_env(tmp_path),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    at_append = json.loads((run_dir / "journal.json").read_text())["info"]["elapsed_seconds"]
+    config = RunConfig().with_overrides({"search.time_limit": 3600.0})
+    again = open_session(competition_id="sklearn-breast-cancer", data_dir=breast_cancer, run_dir=run_dir,
+                         config=config, endpoint=endpoint_for(config.model))
+    try:
+        assert again.resume_report is not None and len(again.journal) == 1
+        assert again.budget.elapsed() >= at_append + 3.5, "the 4 s since the last append count"
+        assert again.budget.time_left() <= 3600.0 - at_append - 3.5
+        recorder = again.elapsed_recorder
+        assert recorder.running and recorder._thread.daemon, "a daemon thread: it never keeps a process alive"
+    finally:
+        close_session(run_dir)
+    assert not recorder.running, "closing the session stops its recorder"
+    assert json.loads((run_dir / "run_state.json").read_text())["elapsed_seconds"] >= at_append + 3.5
+
+
 def test_resume_finishes_an_interrupted_phase1_epoch_before_phase2(prefect_server, tmp_path, breast_cancer):
     """Issue 16, defect 4 (decision A: Phase 1 ends after a whole epoch). A run whose budget
     ran out 3 steps into a 4-step epoch, with the valid pool already at K = 2, resumes by

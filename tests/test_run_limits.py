@@ -43,13 +43,14 @@ def test_ledger_counts_every_call_and_survives_a_half_written_line(tmp_path):
     ledger.record(role="code", operation="draft", model="m", ok=True, prompt_tokens=100, completion_tokens=40,
                   cost_usd=0.01, seconds=1.5)
     ledger.record(role="review", operation="review", model="m", ok=False, error="Timeout: no answer\nsecond line")
-    ledger.record(role="code", operation="draft", model="m", ok=True, prompt_tokens=10, completion_tokens=4)
+    ledger.record(role="code", operation="draft", model="m", ok=True, prompt_tokens=10, completion_tokens=4,
+                  cost_usd=0.002)
     with path.open("a") as fh:
         fh.write('{"role": "code", "ok": tr')  # a killed process's last line
     again = CallLedger(path).summary()
     assert again.totals.calls == 3 and again.totals.failed_calls == 1
     assert (again.totals.prompt_tokens, again.totals.completion_tokens) == (110, 44)
-    assert again.totals.cost_usd == pytest.approx(0.01)
+    assert again.totals.cost_usd == pytest.approx(0.012) and again.totals.unpriced_calls == 0
     assert again.by_operation["draft"].calls == 2 and again.by_role["review"].failed_calls == 1
     report = again.report()
     assert report["by_operation"]["review"]["failed_calls"] == 1
@@ -75,6 +76,91 @@ def test_a_failed_call_is_in_the_ledger(tmp_path):
         client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "debug"}, mock_response=error)
     totals = ledger_for(path).summary()
     assert totals.totals.failed_calls == 1 and totals.by_operation["debug"].calls == 1
+
+
+def test_a_call_without_a_price_makes_the_cost_unknown_never_smaller(tmp_path):
+    """Issue 31 item 3: one unpriced call among priced ones makes ``cost_usd`` null, with
+    ``unpriced_calls``, instead of a sum that leaves it out; a failed call has no tokens to
+    price; the offline model is free (0, known)."""
+    path = tmp_path / "llm_calls.jsonl"
+    unpriced = ModelEndpoint(name="openai/swarm-evo-unpriced-a", api_key="x", ledger_path=str(path))
+    _, usage = client.call_model(unpriced, [{"role": "user", "content": "hi"}], {"purpose": "draft"},
+                                 mock_response="hello")
+    assert usage.cost is None and usage.completion_tokens > 0, "litellm has no price for it"
+    ledger = ledger_for(path)
+    ledger.record(role="review", operation="review", model="openai/gpt-4o-mini", ok=True, cost_usd=0.01)
+    ledger.record(role="review", operation="review", model="openai/gpt-4o-mini", ok=False, error="Timeout")
+    report = ledger.summary().report()
+    assert report["cost_usd"] is None and report["unpriced_calls"] == 1, report
+    assert report["known_cost_usd"] == pytest.approx(0.01) and report["calls"] == 3
+    assert report["by_role"]["review"]["cost_usd"] == pytest.approx(0.01), "the review calls are all priced"
+    assert report["by_role"]["code"]["cost_usd"] is None
+    assert CallLedger(path).summary().report() == report, "the same after a resume"
+
+    offline = tmp_path / "offline.jsonl"
+    endpoint = ModelEndpoint(name="offline", ledger_path=str(offline))
+    _, usage = client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": "probe"},
+                                 mock_response="OK")
+    assert usage.cost == 0.0
+    assert ledger_for(offline).summary().report()["cost_usd"] == 0.0
+
+
+def test_each_role_is_charged_at_its_own_price(tmp_path):
+    """Issue 31 item 3: the custom price is model.name's; a review model litellm prices is
+    charged at litellm's price, a review model it does not price at the custom one."""
+    code = ModelEndpoint(name="openai/swarm-evo-unpriced-b", api_key="x", input_cost_per_token=1e-3,
+                         output_cost_per_token=2e-3)
+    review = code.for_role("review", "openai/gpt-4.1-nano")
+    local = code.for_role("evolution", "openai/swarm-evo-unpriced-c")
+    prompt_price, completion_price = litellm.get_model_info("openai/gpt-4.1-nano")["input_cost_per_token"], \
+        litellm.get_model_info("openai/gpt-4.1-nano")["output_cost_per_token"]
+    assert prompt_price < 1e-5, "litellm's own price, far from the custom one"
+    for endpoint, prices in ((code, (1e-3, 2e-3)), (review, (prompt_price, completion_price)), (local, (1e-3, 2e-3))):
+        _, usage = client.call_model(endpoint, [{"role": "user", "content": "hi"}], {"purpose": endpoint.role},
+                                     mock_response="hello there")
+        expected = usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
+        assert usage.cost == pytest.approx(expected, rel=1e-6), (endpoint.role, usage.cost, expected)
+
+
+def test_a_cost_limit_needs_a_price_for_every_model():
+    """Issue 31 item 3: with ``max_cost_usd``, a model litellm does not price and no custom
+    price is refused before any call (ConfigError: exit 2, one line naming the keys)."""
+    from swarm_evo.config import ConfigError
+    from swarm_evo.llm.probe import check_model_access
+
+    unpriced = ModelEndpoint(name="openai/swarm-evo-unpriced-d", api_key="x", max_cost_usd=0.5)
+    with pytest.raises(ConfigError, match=r"model\.max_cost_usd is 0\.5 but litellm has no price for the code model "
+                                          r"'openai/swarm-evo-unpriced-d'.*model\.input_cost_per_token and "
+                                          r"model\.output_cost_per_token"):
+        check_model_access(unpriced)
+    check_model_access(unpriced.model_copy(update={"max_cost_usd": None}))  # no limit: no price needed
+    check_model_access(unpriced.model_copy(update={"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}))
+    check_model_access(ModelEndpoint(**OPENAI, max_cost_usd=0.5))  # litellm prices it
+    check_model_access(ModelEndpoint(name="offline", max_cost_usd=0.5))  # free
+    with pytest.raises(ConfigError, match=r"the review model 'openai/swarm-evo-unpriced-e'"):
+        check_model_access(ModelEndpoint(**OPENAI, max_cost_usd=0.5).for_role("review", "openai/swarm-evo-unpriced-e"))
+
+
+def test_a_run_with_a_cost_limit_and_no_price_is_exit_2(tmp_path, capsys, monkeypatch):
+    """Issue 31 item 3, seen: ``max_cost_usd: 0.5`` with an unpriced ``openai/...`` model ran to
+    the end with "cost unknown". Now ``swarm-evo run`` ends at start with exit 2 and one line."""
+    from swarm_evo.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["prepare", "sklearn-diabetes", "--data-dir", str(tmp_path)]) == 0
+    config = tmp_path / "c.yaml"
+    config.write_text("model:\n  name: openai/swarm-evo-unpriced-f\n  max_cost_usd: 0.5\n")
+    args = ["run", "--competition-id", "sklearn-diabetes", "--data-dir", str(tmp_path), "--config", str(config),
+            "--run-dir", str(tmp_path / "run")]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("swarm-evo: error: "), err
+    assert "model.input_cost_per_token" in err and "output_cost_per_token" in err and "max_cost_usd" in err, err
+    assert not (tmp_path / "run").exists()
+    config.write_text(config.read_text() + "  input_cost_per_token: 0.0\n  output_cost_per_token: 0.0\n")
+    assert main(args) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err, "priced now: the next check (the key) speaks"
 
 
 # ------------------------------------------------------------------ the deadline

@@ -11,11 +11,15 @@ import pytest
 from swarm_evo.competition.description import is_boilerplate_heading, prompt_description
 from swarm_evo.text_bounds import (
     DEFAULT_CONTEXT_WINDOW,
+    ITEM_OVERHEAD,
+    PROMPT_PARTS,
     TERM_OUT_CAP,
     PromptLimits,
     bound_items,
+    bound_join,
     bound_text,
     context_window_tokens,
+    fit_lines,
     prompt_limits,
 )
 
@@ -69,6 +73,54 @@ def test_bound_items_keeps_order_and_counts_what_is_cut():
     assert bound_items(None, 10, 10) == [] and bound_items(["x", "y"], 10, 10) == ["x", "y"]
 
 
+def test_bound_items_counts_each_bullet_and_the_marker_within_the_total():
+    items = [f"problem {i}: " + "x" * 40 for i in range(200)]
+    for total in range(0, 3_000, 37):
+        out = bound_items(items, 60, total)
+        assert sum(len(i) + ITEM_OVERHEAD for i in out) <= total, total
+        if out and len(out) < len(items):
+            assert re.fullmatch(r"\[\.\.\. \d+ more problems cut \.\.\.\]", out[-1])
+            assert int(out[-1].split()[1]) == len(items) - len(out) + 1
+    assert bound_items(items, 60, 0) == []
+
+
+def test_fit_lines_keeps_whole_lines_the_best_or_the_newest():
+    block = "".join(f"- item {i}\n" for i in range(100))
+    head = fit_lines(block, 100, "examples")
+    assert head.startswith("- item 0\n- item 1\n") and head.endswith(" more examples cut ...]\n")
+    tail = fit_lines(block, 100, "approaches", "tail")
+    assert tail.startswith("[... ") and " earlier approaches cut ...]\n" in tail and tail.endswith("- item 99\n")
+    for text in (block, block.rstrip("\n"), "one very long line " * 50):
+        for keep in ("head", "tail"):
+            for limit in range(0, 400, 7):
+                out = fit_lines(text, limit, keep=keep)
+                assert len(out) <= limit, (keep, limit)
+                kept = [line for line in out.splitlines() if line.startswith("- item")]
+                assert all(line in block.splitlines() for line in kept)  # no line is split
+    assert fit_lines(block, None) == block == fit_lines(block, len(block))
+    with pytest.raises(ValueError):
+        fit_lines(block, 10, keep="middle")
+
+
+def test_bound_join_names_what_it_leaves_out():
+    columns = [f"target_{i}" for i in range(1_000)]
+    assert bound_join(columns[:2], 100, "target columns") == "`target_0`, `target_1`"
+    out = bound_join(columns, 200, "target columns")
+    assert len(out) <= 200 and out.startswith("`target_0`, `target_1`, ")
+    assert out.endswith(f"... and {1_000 - out.count('`') // 2} more target columns")
+    assert bound_join(columns, 0) == "" and bound_join([], 10) == ""
+
+
+def test_scaled_limits_shrink_every_part_by_one_factor():
+    limits = PromptLimits.for_context_window(8_192)
+    half = limits.scaled(0.5)
+    assert all(getattr(half, p) == int(getattr(limits, p) * 0.5) for p in PROMPT_PARTS)
+    assert half.prompt_chars == limits.prompt_chars and half.item <= half.items
+    assert limits.scaled(1.0) == limits
+    with pytest.raises(ValueError):
+        limits.scaled(1.5)
+
+
 # --------------------------------------------------------------------------- limits
 def test_limits_follow_the_context_window():
     small, default, huge = (PromptLimits.for_context_window(t) for t in (8_192, 32_768, 1_000_000))
@@ -76,6 +128,10 @@ def test_limits_follow_the_context_window():
     assert small.prompt_chars < default.prompt_chars < huge.prompt_chars
     assert small.term_out < default.term_out <= TERM_OUT_CAP and huge.term_out == TERM_OUT_CAP
     assert huge.data_preview == 8_000
+    # a 128K window shows what the templates showed before issue 31 (their fixed bounds)
+    big = PromptLimits.for_context_window(131_072)
+    assert (big.agent_text, big.history, big.evolution_log, big.experience, big.evolve_texts // 8) == (
+        4_000, 14_000, 14_000, 8_000, 6_000)
     for limits in (small, default):
         # a merge prompt's bounded parts fit its budget with room for the fixed text
         parts = limits.code + limits.genes + limits.parent_output + limits.description + limits.data_preview

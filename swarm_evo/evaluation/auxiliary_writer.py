@@ -17,6 +17,10 @@ import numpy as np
 EXAMPLE_ITEMS = 4
 """How many leading values of an array or list the description shows."""
 
+EXAMPLE_CHARS = 200
+"""Characters of a text value the description shows (longer texts end with "…"); the prompt
+bounds the whole structure too (``limits.items``, issue 31)."""
+
 
 def _example(value: Any) -> Any:
     if isinstance(value, np.ndarray):
@@ -30,6 +34,8 @@ def _example(value: Any) -> Any:
         return int(value)
     if isinstance(value, dict):
         return {str(k): _example(v) for k, v in list(value.items())[:EXAMPLE_ITEMS]}
+    if isinstance(value, str) and len(value) > EXAMPLE_CHARS:
+        return value[: EXAMPLE_CHARS - 1] + "…"
     return value if isinstance(value, (int, str, bool)) or value is None else type(value).__name__
 
 

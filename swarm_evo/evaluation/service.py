@@ -9,13 +9,20 @@ Failures are split by whose fault they are: the candidate program's (crash, time
 output) are *results* (``correct=False`` with ``error``); the evaluator's own (an exception in
 evaluate.py, a wrong return type) raise :class:`EvaluatorError`, so the flow run fails; the
 sandbox's (daemon down) raise :class:`~swarm_evo.sandbox.base.SandboxError` (retryable).
+
+A search run's deadline bounds a whole evaluation (issue 31): ``time_left`` covers every
+sandbox execution of it (all ``num_runs`` runs, an evaluator's own reference runs, the
+auxiliary metrics) through :class:`TimeBoundSandbox`, so an evaluation never outlasts the
+run's time limit however many runs the problem asks for.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from pathlib import Path
+from typing import Callable
 
 from swarm_evo.evaluation.auxiliary import run_auxiliary
 from swarm_evo.evaluation.contract import (
@@ -25,7 +32,7 @@ from swarm_evo.evaluation.contract import (
     write_results,
 )
 from swarm_evo.evaluation.problem import Problem, ProblemError
-from swarm_evo.sandbox.base import Sandbox, SandboxError
+from swarm_evo.sandbox.base import ExecutionResult, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +40,39 @@ log = logging.getLogger(__name__)
 class EvaluatorError(RuntimeError):
     """The evaluator itself failed (not the program): missing program file, an exception in
     the problem's evaluate.py, or a return value that is not an EvaluationResult."""
+
+
+class TimeBoundSandbox:
+    """A sandbox whose executions all end within ``seconds`` from its creation: each execution's
+    timeout is cut to the time left; once none is left, an execution does not start and reports
+    a ``TimeoutError`` (``timed_out``; ``exc_info`` says it was not run). Any other attribute is
+    the wrapped sandbox's.
+
+    Args:
+        sandbox: the sandbox to bound.
+        seconds: the time the executions may take together (≥ 0).
+        clock: monotonic clock in seconds (injectable for tests).
+    """
+
+    def __init__(self, sandbox: Sandbox, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.sandbox = sandbox
+        self.seconds = max(0.0, float(seconds))
+        self.clock = clock
+        self.deadline = clock() + self.seconds
+        self.gpu_limit = getattr(sandbox, "gpu_limit", None)
+
+    def execute(self, code: str, workdir: Path, public_dir: Path, timeout: float) -> ExecutionResult:
+        """:meth:`Sandbox.execute` with ``timeout`` cut to the time left (see the class)."""
+        left = self.deadline - self.clock()
+        if left <= 0:
+            reason = (f"not run: the evaluation's {self.seconds:.0f} s (the time left before the run's "
+                      "time limit) are used up")
+            return ExecutionResult(exc_type="TimeoutError", exc_info=reason, term_out=f"TimeoutError: {reason}",
+                                   timed_out=True)
+        return self.sandbox.execute(code, workdir, public_dir, min(float(timeout), left))
+
+    def __getattr__(self, name: str):
+        return getattr(self.sandbox, name)
 
 
 def evaluate_program(
@@ -46,6 +86,7 @@ def evaluate_program(
     auxiliary_path: Path | None = None,
     auxiliary_timeout: float = 10.0,
     use_static_auxiliary: bool = True,
+    time_left: float | None = None,
 ) -> EvaluationResult:
     """Evaluate one program of ``problem`` and write its result files into ``results_dir``.
 
@@ -68,6 +109,10 @@ def evaluate_program(
     Args:
         timeout: seconds per run (default ``problem.timeout``).
         num_runs: runs of the program (default ``problem.num_runs``).
+        time_left: seconds the whole evaluation may take (a search run's time left before its
+            deadline), primary runs and auxiliary metrics together; None: no bound beyond the
+            per-run ``timeout``. Runs that find no time left are not started and count as timed
+            out (the result is then incorrect); auxiliary metrics without time get an error.
 
     Raises:
         EvaluatorError: the program file is missing, the evaluator raised (message has the
@@ -79,6 +124,8 @@ def evaluate_program(
     if not program_path.is_file():
         raise EvaluatorError(f"program {program_path} not found")
     results_dir.mkdir(parents=True, exist_ok=True)
+    if time_left is not None:
+        sandbox = TimeBoundSandbox(sandbox, time_left)
     try:
         evaluate = problem.evaluator()
     except ProblemError as exc:

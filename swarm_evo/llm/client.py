@@ -68,7 +68,10 @@ def retry_policy(num_retries: int) -> RetryPolicy:
 
 def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **extra: Any):
     """One litellm completion: ``(response, LLMUsage)``. Every call, failed ones too, is written
-    to the run's ledger (``endpoint.ledger_path``) under ``ctx["purpose"]``.
+    to the run's ledger (``endpoint.ledger_path``) under ``ctx["purpose"]`` and the caller's
+    :func:`swarm_evo.llm.ledger.call_scope`. The usage's ``cost`` (USD) is litellm's
+    ``response_cost`` at the endpoint's price (:mod:`swarm_evo.llm.endpoint`), 0 for the
+    offline model, None when the model has no price.
 
     The timeout is ``min(endpoint.timeout, time left)`` and litellm's ``num_retries`` are cut
     so that the retries fit the time left (issue 13: a run ends within its time limit plus one
@@ -133,7 +136,7 @@ def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, 
         raise
     seconds = time.perf_counter() - started
     usage = getattr(response, "usage", None)
-    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    cost = 0.0 if endpoint.is_offline else (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     call_usage = LLMUsage(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
@@ -151,8 +154,8 @@ def _check_cost(endpoint: ModelEndpoint) -> None:
         return
     from swarm_evo.llm.ledger import ledger_for
 
-    cost = ledger_for(endpoint.ledger_path).totals().cost_usd
-    if cost is not None and cost >= endpoint.max_cost_usd:
+    cost = ledger_for(endpoint.ledger_path).totals().known_cost_usd  # the priced calls: a floor when some are not
+    if cost >= endpoint.max_cost_usd:
         raise CostLimitReached(
             f"model.max_cost_usd reached (${cost:.4f} of ${endpoint.max_cost_usd:.4f}): "
             f"no {endpoint.role} call to {endpoint.name}"
@@ -163,13 +166,13 @@ def _record(endpoint: ModelEndpoint, operation: str | None, *, ok: bool, seconds
             usage: LLMUsage | None = None, error: str | None = None) -> None:
     if endpoint.ledger_path is None:
         return
-    from swarm_evo.llm.ledger import ledger_for
+    from swarm_evo.llm.ledger import current_scope, ledger_for
 
     usage = usage or LLMUsage()
     ledger_for(endpoint.ledger_path).record(
         role=endpoint.role, operation=operation, model=endpoint.name, ok=ok,
         prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-        cost_usd=usage.cost, seconds=seconds, error=error,
+        cost_usd=usage.cost, seconds=seconds, error=error, scope=current_scope(),
     )
 
 

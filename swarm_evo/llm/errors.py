@@ -40,7 +40,9 @@ class GenerationError(RuntimeError):
 
 class DeadlineReached(RuntimeError):
     """The run's time limit is reached: no model call starts (and a transient error close to
-    the deadline is not retried). Not transient: callers end the step instead."""
+    the deadline is not retried). Not transient: callers end the step instead, with no node
+    and the slot given back, never a dead node; a transient error near the deadline also
+    stops the run (no new step starts, not a failure: flows/_step.py)."""
 
 
 class CostLimitReached(DeadlineReached):

@@ -22,6 +22,10 @@ def check_model_access(endpoint: ModelEndpoint) -> None:
         ModelAccessError: litellm does not know the model's provider, or the provider needs
             an environment variable (e.g. OPENAI_API_KEY) that is unset and no api_key was
             given; the message names the variable to set.
+        ConfigError: ``max_cost_usd`` is set but the endpoint's calls have no price (litellm's
+            cost map lacks the model and no custom price is given): the limit could never be
+            enforced; the message names ``model.input_cost_per_token`` /
+            ``output_cost_per_token`` (issue 31).
     """
     if endpoint.is_offline:
         from swarm_evo.llm.offline import register
@@ -37,6 +41,14 @@ def check_model_access(endpoint: ModelEndpoint) -> None:
             f"(a local server's URL goes in model.api_base of --config or an LLM settings block), "
             f"or 'offline' ({str(exc).splitlines()[0][:200]})"
         ) from None
+    if endpoint.max_cost_usd is not None and not endpoint.price_known:
+        from swarm_evo.config import ConfigError
+
+        raise ConfigError(
+            f"model.max_cost_usd is {endpoint.max_cost_usd:g} but litellm has no price for the {endpoint.role} "
+            f"model '{endpoint.name}', so the limit could not be enforced: set model.input_cost_per_token and "
+            f"model.output_cost_per_token (USD per token, e.g. 0 for a free local model), or remove model.max_cost_usd"
+        )
     if endpoint.api_key is not None:
         return
     env = litellm.validate_environment(model=endpoint.name, api_base=endpoint.api_base)

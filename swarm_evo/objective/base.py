@@ -14,7 +14,6 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from swarm_evo.debug_chain import Attempt
-from swarm_evo.journal import Journal
 from swarm_evo.node import Node
 from swarm_evo.sandbox import ExecutionResult, Sandbox
 
@@ -102,7 +101,9 @@ class Objective(Protocol):
         killed from outside keeps its best work (issue 13)."""
         ...
 
-    def finalize(self, run_dir: Path, journal: Journal) -> BaseModel:
-        """Write the run's end products for the best valid node and return the report
-        (competitions: a graded ``CompetitionReport``; problems: a ``ProblemReport``)."""
+    def finalize(self, run_dir: Path, handed_in: Node | None) -> BaseModel:
+        """Write the run's end products for ``handed_in`` (the node whose work
+        :meth:`publish_best` put in the run directory; None when no node could be handed in)
+        and return the report (competitions: a graded ``CompetitionReport``; problems: a
+        ``ProblemReport``)."""
         ...

@@ -24,7 +24,7 @@ from swarm_evo.competition.text_columns import has_free_text
 from swarm_evo.data_preview import preview_data
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
-from swarm_evo.journal import Journal, atomic_copy, atomic_write_text
+from swarm_evo.journal import atomic_copy, atomic_write_text
 from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
 from swarm_evo.prevalidate import static_check
@@ -153,19 +153,17 @@ class CompetitionObjective:
         atomic_write_text(run_dir / "best_solution.py", node.code)
         atomic_copy(run_dir / "nodes" / node.id / SUBMISSION, run_dir / SUBMISSION)
 
-    def finalize(self, run_dir: Path, journal: Journal) -> CompetitionReport:
-        """Hand in the run's submission (:meth:`Journal.submission_candidate`: the best valid
-        node, else the best node that passed every deterministic check) and grade it.
+    def finalize(self, run_dir: Path, handed_in: Node | None) -> CompetitionReport:
+        """Grade the run's submission: ``RUN_DIR/submission/submission.csv``, the work of
+        ``handed_in`` (:meth:`publish_best` copied it; ``step.persistence.publish_best`` chose
+        it from :meth:`Journal.submission_candidates`: the best valid node, else the best node
+        that passed every deterministic check).
 
-        Writes ``best_solution.py``, ``submission/submission.csv`` and ``grade_report.json``
-        (a report with ``submission_exists: false`` when no node qualifies); for a competition
-        MLE-bench knows, also ``mlebench_submission.jsonl`` (``competition_id``,
-        ``submission_path``), the input of ``mlebench grade --submission``.
+        Writes ``grade_report.json`` (a report with ``submission_exists: false`` when no node
+        was ever handed in); for a competition MLE-bench knows, also ``mlebench_submission.jsonl``
+        (``competition_id``, ``submission_path``), the input of ``mlebench grade --submission``.
         """
-        best, _ = journal.submission_candidate()
         target = run_dir / SUBMISSION
-        if best is not None:
-            self.publish_best(run_dir, best)
         report = grade_submission(target, self.competition)
         atomic_write_text(run_dir / "grade_report.json", report.to_json(indent=2))
         if self.competition.in_mlebench:  # `mlebench grade --submission RUN_DIR/mlebench_submission.jsonl`

@@ -21,14 +21,14 @@ from __future__ import annotations
 import ast
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
 from swarm_evo.debug_chain import Attempt
 from swarm_evo.evaluation import EvaluationResult, Problem, evaluate_program
 from swarm_evo.genes import marker, parse_genes
-from swarm_evo.journal import Journal, atomic_copy, atomic_write_text
+from swarm_evo.journal import atomic_copy, atomic_write_text
 from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
 from swarm_evo.prompts import templates_dir
@@ -93,12 +93,16 @@ class ProblemObjective:
         problem: the loaded problem (swarm_evo.evaluation.load_problem).
         auxiliary_path: the dynamic auxiliary metrics file every evaluation runs (set once the
             agent has written it; None = static auxiliary metrics only).
+        time_left: seconds left before the run's deadline (``Budget.time_left``; set by the
+            session), which bounds each whole evaluation, all ``num_runs`` runs and the
+            auxiliary metrics together; None (or a call returning None) = no bound.
     """
 
     kind = "problem"
     is_lower_better = False
 
-    def __init__(self, problem: Problem, auxiliary_path: Path | None = None):
+    def __init__(self, problem: Problem, auxiliary_path: Path | None = None,
+                 time_left: Callable[[], float | None] | None = None):
         self.problem = problem
         self.id = problem.name
         self.instance = problem.instance
@@ -107,6 +111,7 @@ class ProblemObjective:
         self.required_loci = tuple(problem.required_loci)
         self.agent_texts_dir = templates_dir() / "agents" / "program"
         self.auxiliary_path = auxiliary_path
+        self.time_left = time_left
 
     def prompt_view(self) -> dict[str, Any]:
         """name (the title, naming the instance), description (rendered for the instance), the
@@ -183,7 +188,9 @@ class ProblemObjective:
         return max(1.0, min(float(self.problem.timeout), float(timeout)))
 
     def evaluate(self, sandbox: Sandbox, program: Path, results_dir: Path, timeout: float) -> EvaluationResult:
-        """Evaluate ``program`` into a fresh ``results_dir`` (primary + auxiliary metrics).
+        """Evaluate ``program`` into a fresh ``results_dir`` (primary + auxiliary metrics): each
+        run within :meth:`run_timeout`, the whole evaluation within ``time_left()`` (issue 31:
+        a problem with ``num_runs`` > 1 never outlasts the run's deadline).
 
         Raises:
             EvaluatorError: the problem's evaluator itself failed.
@@ -192,7 +199,7 @@ class ProblemObjective:
         return evaluate_program(
             self.problem, program, results_dir, sandbox=sandbox, timeout=self.run_timeout(timeout),
             auxiliary_path=self.auxiliary_path if self.auxiliary_path and self.auxiliary_path.is_file() else None,
-            auxiliary_timeout=AUXILIARY_TIMEOUT,
+            auxiliary_timeout=AUXILIARY_TIMEOUT, time_left=self.time_left() if self.time_left else None,
         )
 
     def assess(self, sandbox: Sandbox, code: str, workdir: Path, timeout: float) -> Assessment:
@@ -232,15 +239,13 @@ class ProblemObjective:
         atomic_write_text(run_dir / "best_solution.py", node.code)
         atomic_copy(run_dir / "nodes" / node.id / RESULTS_DIR / "metrics.json", run_dir / BEST_METRICS)
 
-    def finalize(self, run_dir: Path, journal: Journal) -> ProblemReport:
-        """Write ``best_solution.py``, ``best_metrics.json`` and ``problem_report.json``."""
+    def finalize(self, run_dir: Path, handed_in: Node | None) -> ProblemReport:
+        """Write ``problem_report.json`` for ``handed_in`` (whose ``best_solution.py`` and
+        ``best_metrics.json`` :meth:`publish_best` already wrote; None: no node was handed in)."""
         p = self.problem
-        best, _ = journal.submission_candidate()
+        best = handed_in
         initial = _read_json(run_dir / INITIAL_METRICS)
-        best_metrics = None
-        if best is not None:
-            self.publish_best(run_dir, best)
-            best_metrics = _read_json(run_dir / BEST_METRICS)
+        best_metrics = _read_json(run_dir / BEST_METRICS) if best is not None else None
         raw = _raw(best_metrics, p.score_name)
         gap = None
         if raw is not None and p.known_best is not None:

@@ -1,20 +1,36 @@
 """Generate a step's program: the model call, the static pre-validation with one self-fix, and
-the debug fixes of the inner chain (debug.j2, shared with the greedy policy's debug nodes)."""
+the debug fixes of the inner chain (debug.j2, shared with the greedy policy's debug nodes).
+
+Usage (issue 31): a generation's calls are made under a ledger scope of the node
+(:func:`swarm_evo.llm.ledger.call_scope`; ``<node id>/generate``, ``<node id>/debug<n>``), and the
+usage handed back, or attached to the error raised (``exc.usage``), is the ledger's sum of that
+scope: failed calls and the calls of earlier Prefect task attempts included.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import openai
 from pydantic import BaseModel, Field
 
 from swarm_evo.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code
-from swarm_evo.llm.errors import GenerationError
+from swarm_evo.llm.errors import CostLimitReached, GenerationError
+from swarm_evo.llm.ledger import call_scope, node_scope, scope_usage
 from swarm_evo.model_context import exec_timeout, memory_limit_text, offline_context, prompt_context
 from swarm_evo.node import LLMUsage
 from swarm_evo.prompts import render
 from swarm_evo.session import RunSession
 from swarm_evo.step.request import OperationRequest
+
+log = logging.getLogger(__name__)
+
+SELF_FIX_ERRORS: tuple[type[BaseException], ...] = (GenerationError, CostLimitReached, openai.APIError)
+"""Errors of the optional self-fix call after which the original program runs (:func:`prevalidate`):
+no usable reply, the cost limit, and every litellm error (litellm's exceptions are
+``openai.APIError``s: 400, content policy, 401, and transient ones whose retries are spent)."""
 
 
 class Generated(BaseModel):
@@ -34,16 +50,20 @@ def save_prompt(session: RunSession, node_id: str, name: str, prompt: str) -> No
 def generate_program(session: RunSession, node_id: str, request: OperationRequest) -> Generated:
     """Ask the model for the operation's program, then run the static pre-validation and, on
     failure, one LLM self-fix with the errors injected (seed 003 improvement 3;
-    :func:`prevalidate`).
+    :func:`prevalidate`). ``usage`` counts every call made for it (module docstring).
 
-    Raises:
+    Raises (each with ``usage``: the calls so far, failed ones included):
         GenerationError: a reply without a code block.
-        DeadlineReached: the run's time limit came first.
+        DeadlineReached: the run's time limit came first (or its cost limit, before the draft).
         litellm exceptions: see ``TRANSIENT_ERRORS`` (the caller retries those).
     """
-    save_prompt(session, node_id, request.operation, request.prompt)
-    reply = complete_code(session.endpoint, request.prompt, request.ctx, loci=session.loci)
-    return prevalidate(session, node_id, request.slot, "fix", Generated(plan=reply.plan, code=reply.code, usage=reply.usage))
+    scope, ledger = node_scope(node_id, "generate"), session.endpoint.ledger_path
+    with call_scope(scope, ledger):
+        save_prompt(session, node_id, request.operation, request.prompt)
+        reply = complete_code(session.endpoint, request.prompt, request.ctx, loci=session.loci)
+        generated = Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+        generated = prevalidate(session, node_id, request.slot, "fix", generated)
+    return generated.model_copy(update={"usage": scope_usage(ledger, scope, generated.usage)})
 
 
 def prevalidate(session: RunSession, node_id: str, slot: int, name: str, generated: Generated) -> Generated:
@@ -52,13 +72,16 @@ def prevalidate(session: RunSession, node_id: str, slot: int, name: str, generat
     with the errors injected (fix.j2, saved as ``prompt-<name>.md``). Drafts, merges, mutates
     and debug fixes all pass through it (issue 13).
 
-    The self-fix is kept only when it passes the check; otherwise (it fails the check too, or
-    the model gives no program) the original program runs and its own errors show at run
-    time. ``prevalidation`` records ``errors``, ``fixed`` (the fix was kept), and, after a
-    fix attempt, ``errors_after`` and ``fix_kept``.
+    The self-fix is kept only when it passes the check; otherwise (it fails the check too, the
+    model gives no program, or the call fails: any :data:`SELF_FIX_ERRORS`, a transient one
+    after litellm's retries, or the cost limit) the original program runs and its own errors
+    show at run time: a failed self-fix never costs the program it was fixing, and never makes
+    Prefect re-run the task and pay for that program again (issue 31). ``prevalidation``
+    records ``errors``, ``fixed`` (the fix was kept), and, after a fix attempt,
+    ``errors_after`` (None when the fix gave no program) and ``fix_error`` when it failed.
 
     Raises:
-        DeadlineReached, litellm exceptions: as :func:`generate_program`.
+        DeadlineReached: the run's time limit came first (not the cost limit: the program runs).
     """
     code = generated.code
     errors = session.objective.static_check(code)
@@ -74,9 +97,13 @@ def prevalidate(session: RunSession, node_id: str, slot: int, name: str, generat
     usage = generated.usage
     try:
         fixed = complete_code(session.endpoint, fix_prompt, ctx, loci=session.loci)
-    except GenerationError as exc:
-        usage = usage.add(exc.usage or LLMUsage())
-        record.update(errors_after=None, fix_error=str(exc)[:500])
+    except SELF_FIX_ERRORS as exc:
+        if isinstance(exc, GenerationError):
+            usage = usage.add(exc.usage or LLMUsage())
+        else:
+            log.warning("the self-fix of node %s failed (%s: %s); the original program runs",
+                        node_id[:8], type(exc).__name__, " ".join(str(exc).split())[:200])
+        record.update(errors_after=None, fix_error=f"{type(exc).__name__}: {exc}"[:500])
         return generated.model_copy(update={"usage": usage, "prevalidation": record})
     usage = usage.add(fixed.usage)
     errors_after = session.objective.static_check(fixed.code)
@@ -98,17 +125,21 @@ def debug_program(
 ) -> Generated:
     """Debug attempt ``attempt``: debug.j2 with the *previous* attempt's code and output, the
     fix statically pre-validated like a draft (:func:`prevalidate`, self-fix prompt saved as
-    ``prompt-fix-debug<attempt>.md``)."""
+    ``prompt-fix-debug<attempt>.md``). ``usage`` counts every call made for the attempt.
+
+    Raises: as :func:`generate_program` (errors carry ``usage``)."""
     prompt, ctx = debug_prompt(
         session, slot, f"slot{slot}:debug{attempt}", attempt, session.config.search.debug_max_attempts,
         code, term_out, exc_type, problems,
     )
-    save_prompt(session, node_id, f"debug{attempt}", prompt)
-    reply = complete_code(session.endpoint, prompt, ctx, loci=session.loci)
-    generated = Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
-    if same_program(generated.code, code):  # nothing to pre-validate: the caller counts it as failed
-        return generated
-    return prevalidate(session, node_id, slot, f"fix-debug{attempt}", generated)
+    scope, ledger = node_scope(node_id, f"debug{attempt}"), session.endpoint.ledger_path
+    with call_scope(scope, ledger):
+        save_prompt(session, node_id, f"debug{attempt}", prompt)
+        reply = complete_code(session.endpoint, prompt, ctx, loci=session.loci)
+        generated = Generated(plan=reply.plan, code=reply.code, usage=reply.usage)
+        if not same_program(generated.code, code):  # unchanged: nothing to pre-validate, the caller counts it failed
+            generated = prevalidate(session, node_id, slot, f"fix-debug{attempt}", generated)
+    return generated.model_copy(update={"usage": scope_usage(ledger, scope, generated.usage)})
 
 
 def same_program(a: str, b: str) -> bool:

@@ -11,17 +11,20 @@ def check_limits(session: RunSession) -> str | None:
 
     - ``model.max_cost_usd``: the ledger's cost (every call, failed and preflight ones too)
       reached it — a clean stop, the run ends normally;
-    - ``model.max_consecutive_failures``: that many nodes in a row (the latest ones) are
-      generation failures (the model failed for good or never gave a program) — a failing
-      stop: the run ends with exit 1 and can be resumed once the model works again.
+    - ``model.max_consecutive_failures``: that many nodes in a row (the latest ones, all made
+      since this process opened the run) are generation failures (the model failed for good or
+      never gave a program) — a failing stop: the run ends with exit 1 and can be resumed once
+      the model works again. A resumed run counts only its own nodes (issue 31): the failures
+      that stopped it are still the journal's last nodes, and its preflight probe has just
+      shown that the endpoint answers.
     """
     model = session.config.model
     if model.max_cost_usd is not None:
-        cost = session.ledger.totals().cost_usd
-        if cost is not None and cost >= model.max_cost_usd:
+        cost = session.ledger.totals().known_cost_usd  # every call has a price (checked at start)
+        if cost >= model.max_cost_usd:
             session.stop(f"model.max_cost_usd reached: the run's model calls cost ${cost:.4f} "
                          f"(limit ${model.max_cost_usd:.4f})")
-    recent = session.journal.nodes[-model.max_consecutive_failures:]
+    recent = session.journal.nodes[session.opened_at_nodes:][-model.max_consecutive_failures:]
     if len(recent) == model.max_consecutive_failures and all(
         n.exc_type == "GenerationError" and "generation_error" in n.metadata for n in recent
     ):

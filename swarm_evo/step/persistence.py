@@ -3,6 +3,8 @@ hand in the best work as the run goes, and the run's end (final grading, run rep
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import BaseModel
 
 from swarm_evo.agent_evolution import load_evolutions
@@ -16,6 +18,7 @@ from swarm_evo.step.limits import check_limits
 from swarm_evo.step.request import OperationRequest, release_request
 
 RUN_REPORT_FILE = "run_report.json"
+log = logging.getLogger(__name__)
 
 
 def append_node(session: RunSession, node: Node, request: OperationRequest) -> Node:
@@ -25,14 +28,21 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     (agent, operation) and becomes an experience record.
 
     A new best node's work is handed in (:func:`publish_best`) before the journal file records
-    the node: a run killed at any moment never has a valid node on disk without its submission.
+    the node, so a run killed at any moment never has a valid node on disk without its
+    submission; and nothing that goes wrong in the hand-in can lose the node or its budget slot
+    (issue 31): a candidate whose files cannot be copied is skipped with a warning, and any other
+    error of the hand-in is logged, never raised, before the journal is saved and the slot
+    committed.
     """
     with session.lock:
         node.metadata["quality"] = node_quality(session.journal, node)
         # The run's age at this node, so a resumed run's time limit continues (Budget.for_journal).
         session.journal.info["elapsed_seconds"] = round(session.budget.elapsed(), 3)
         session.journal.append(node, save=False)
-        publish_best(session)
+        try:
+            publish_best(session)
+        except Exception:  # noqa: BLE001 - the node and its slot come first; the next append tries again
+            log.exception("handing in the best node failed after node %s; the run goes on", node.id[:8])
         session.journal.save()
     session.budget.commit(request.slot)
     release_request(session, request)
@@ -44,23 +54,51 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
 
 
 def publish_best(session: RunSession) -> Node | None:
-    """Hand in the current best work now (issue 13: a run killed from outside keeps it): when
-    :meth:`Journal.submission_candidate` changed since the last call, its program and
-    submission (problems: metrics) are copied to the run directory. Returns the candidate."""
+    """Hand in the current best work now (issue 13: a run killed from outside keeps it).
+
+    Goes down :meth:`Journal.submission_candidates` (best first): the first candidate whose
+    program and submission (problems: metrics) the objective copies to the run directory is
+    the run's hand-in; nothing is copied again while it stays the first usable one. A candidate
+    whose files cannot be copied (``OSError``, e.g. a node directory without its submission) is
+    logged as a warning and the next one is tried (issue 31): the hand-in never raises for a
+    file. Returns the handed-in node (None when no candidate could be handed in).
+    """
     with session.lock:
-        node, _ = session.journal.submission_candidate()
-        if node is not None and node.id != session.published_best_id:
-            session.objective.publish_best(session.run_dir, node)
+        for node, _ in session.journal.submission_candidates():
+            if node.id == session.published_best_id:
+                return node
+            try:
+                session.objective.publish_best(session.run_dir, node)
+            except OSError as exc:
+                if node.id not in session.unpublishable:
+                    session.unpublishable.add(node.id)
+                    log.warning("node %s (step %s) cannot be handed in (%s: %s); trying the next candidate",
+                                node.id[:8], node.step, type(exc).__name__, exc)
+                continue
             session.published_best_id = node.id
-    return node
+            return node
+    return None
+
+
+def handed_in(session: RunSession) -> tuple[Node | None, str]:
+    """The node whose work :func:`publish_best` handed in, and why it was chosen; ``(None, why)``
+    when there was none to hand in, or no candidate's files could be copied."""
+    candidates = session.journal.submission_candidates()
+    if not candidates:
+        return session.journal.submission_candidate()
+    for node, why in candidates:
+        if node.id == session.published_best_id:
+            return node, why
+    return None, f"none of the {len(candidates)} candidate node(s) could be handed in (see the run's warnings)"
 
 
 def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
-    """The objective's end of the run for the best valid node: competitions copy its program
-    and submission and grade it (``grade_report.json``); problems write its program,
-    ``best_metrics.json`` and ``problem_report.json``. Returns ``(best node, report)``."""
-    report = session.objective.finalize(session.run_dir, session.journal)
-    return session.journal.best_node(), report
+    """The objective's end of the run for the node the run hands in (:func:`publish_best`):
+    competitions grade its submission (``grade_report.json``); problems write its program,
+    ``best_metrics.json`` and ``problem_report.json``. Returns ``(handed-in node, report)``."""
+    handed_in = publish_best(session)
+    report = session.objective.finalize(session.run_dir, handed_in)
+    return handed_in, report
 
 
 def write_run_report(session: RunSession) -> dict:
@@ -71,7 +109,7 @@ def write_run_report(session: RunSession) -> dict:
     by_role: :mod:`swarm_evo.llm.ledger`) and ``stop_reason`` (None unless the run stopped early)."""
     evolutions = [record.summary() for record in load_evolutions(session.run_dir)]
     report = build_run_report(session.journal, evolutions, session.agents.ids)
-    chosen, why = session.journal.submission_candidate()
+    chosen, why = handed_in(session)
     report["hand_in"] = {"node_id": chosen.id if chosen else None, "step": chosen.step if chosen else None,
                          "reason": why}
     report["llm"] = session.ledger.summary().report()  # every model call, failed and preflight ones too

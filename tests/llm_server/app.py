@@ -265,6 +265,9 @@ class StandInServer:
         if index in scenario.http_500_requests:
             return finish(500, _error(api, 500, "The server had an error while processing your request.",
                                       "server_error"))
+        if scenario.model_gone_from_request is not None and index >= scenario.model_gone_from_request:
+            return finish(404, _error(api, 404, f"The model `{record.model}` does not exist or you do not have "
+                                                "access to it.", "model_not_found"))
         if scenario.hang_from_request is not None and index >= scenario.hang_from_request:
             record.hung = True
             until = started + scenario.hang_seconds

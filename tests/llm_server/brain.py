@@ -180,6 +180,18 @@ def plant_fault(code: str, fault: str) -> tuple[str, str]:
     return code.rstrip("\n") + "\n" + "\n".join(lines) + "\n", faulty
 
 
+MISSPELT_IMPORTS = ("HistGradientBoostingClassifer", "RandomForestClasifier", "GradientBoostingClasifier",
+                    "ExtraTreesClasifier")
+"""Names :func:`crash_at_import` imports from ``sklearn.ensemble`` (none exists), in rotation."""
+
+
+def crash_at_import(code: str, n: int) -> str:
+    """``code`` (its planted lines removed) with the ``n``-th misspelt import of
+    :data:`MISSPELT_IMPORTS` as its first line: an ImportError before anything runs."""
+    name = MISSPELT_IMPORTS[n % len(MISSPELT_IMPORTS)]
+    return f"from sklearn.ensemble import {name}  {FAULT_TAG} a fix that crashes at import\n" + remove_faults(code)
+
+
 def remove_faults(code: str) -> str:
     """``code`` without the lines :func:`plant_fault` added."""
     return "\n".join(line for line in code.splitlines() if FAULT_TAG not in line) + "\n"
@@ -200,6 +212,7 @@ class Brain:
         self._seen: dict[str, int] = {}
         self._variants: dict[str, str] = {}
         self.drafts = 0
+        self.debug_fixes = 0
 
     def reset(self, scenario: Scenario, data_dir: Path | None = None) -> None:
         """Forget every remembered program and counter; use ``scenario`` from now on."""
@@ -210,6 +223,7 @@ class Brain:
             self._seen.clear()
             self._variants.clear()
             self.drafts = 0
+            self.debug_fixes = 0
 
     def remember_variant(self, variant: str, canonical: str) -> None:
         """Remember that ``variant`` (e.g. the program without markers) stands for ``canonical``:
@@ -324,6 +338,12 @@ class Brain:
 
     def _debug(self, prompt: str, ctx: dict, respond, cid: str) -> Answer:
         code = block_after(prompt, "## Buggy program") or ""
+        if self.scenario.debug_fixes == "crash_at_import":
+            with self._lock:
+                n = self.debug_fixes
+                self.debug_fixes += 1
+            return Answer("debug", "code", plan="Switched to a faster gradient-boosting estimator.",
+                          code=crash_at_import(code, n), competition_id=cid)
         exc = re.search(r"Your previous program failed with (\w+)", prompt)
         attempt = re.search(r"debug attempt\s+(\d+)", prompt)
         quoted = next((line.strip() for line in code.splitlines() if FAULT_TAG in line and "raise" in line), None) \

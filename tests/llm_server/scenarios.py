@@ -88,8 +88,18 @@ class Scenario(BaseModel):
     """``honest``: the offline model's deterministic review; ``always_bug``: every review says
     is_bug with no metric (a strict reviewer)."""
 
+    debug_fixes: Literal["repair", "crash_at_import"] = "repair"
+    """``repair``: debug replies repair the program (planted faults removed, else the offline
+    model's debug); ``crash_at_import``: every debug reply is the program it was given with a
+    misspelt scikit-learn import at the top (ImportError before anything runs), a different
+    name each time, as a model's hasty "fix" can be (issue 31)."""
+
     http_500_requests: list[int] = Field(default_factory=list)
     """Request indices answered with HTTP 500 (a server that fails for a while)."""
+    model_gone_from_request: int | None = None
+    """From this request index on, every request gets HTTP 404 "the model does not exist" (a
+    server that unloaded the model; not a transient error, so no retry waits); choosing a
+    scenario again (:meth:`StandInServer.use`) brings the model back."""
     hang_from_request: int | None = None
     """From this request index on, every request hangs for ``hang_seconds`` (None: never)."""
     hang_seconds: float = 3600.0
@@ -153,6 +163,12 @@ STRICT_REVIEWER = Scenario(
     reviewer="always_bug",
 )
 
+BROKEN_FIXES = STRICT_REVIEWER.with_(
+    name="broken_fixes",
+    description="the reviewer always says is_bug; every debug reply crashes at import time",
+    debug_fixes="crash_at_import",
+)
+
 CHATTY = Scenario(
     name="chatty",
     description="the first draft prints 2 MB before crashing; the debug repairs it",
@@ -180,7 +196,7 @@ SERVER_ERRORS = Scenario(
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
+    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, BROKEN_FIXES, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
     SERVER_ERRORS,
 )}
 """The named presets, selectable per test (``llm_server.use("everything")``)."""
