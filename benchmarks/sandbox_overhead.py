@@ -5,6 +5,13 @@ each (``--runs`` executions per program and backend, default 10; the first execu
 backend is a warm-up and not counted), the difference in seconds and the ratio::
 
     python benchmarks/sandbox_overhead.py [--runs 10] [--image swarm-evo-sandbox:latest]
+        [--backends local,local-plain,docker] [--programs empty,sklearn] [--network]
+
+Backends: ``local`` (the default confinement: namespaces as root, a user namespace otherwise),
+``local-plain`` (``isolate=False``: no namespaces, the caller's user: what confinement costs is
+``local - local-plain``) and ``docker``. ``--network`` runs them with ``sandbox.network: true``
+(no network namespace). Issue 32 measured the confinement's start-up cost with
+``--backends local,local-plain --programs empty --runs 20`` before and after the allow-list root.
 
 Programs: ``empty`` (``pass``: pure start-up cost) and ``sklearn`` (imports numpy, pandas and
 scikit-learn and fits a small model: what a generated program pays before its real work).
@@ -15,6 +22,7 @@ and the local backend's process start are both included. Needs a Docker engine a
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -52,23 +60,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="timed executions per program and backend")
     parser.add_argument("--image", default=DEFAULT_IMAGE)
+    parser.add_argument("--backends", default="local,docker", help="comma-separated: local, local-plain, docker")
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated: " + ", ".join(PROGRAMS))
+    parser.add_argument("--network", action="store_true", help="sandbox.network: true (host network)")
     args = parser.parse_args()
-    backends = {
-        "local": LocalSandbox(num_threads=1),
-        "docker": DockerSandbox(image=args.image, num_threads=1, cpus=1, memory_limit_mb=2048),
+    net = {"network": True} if args.network else {}
+    makers = {
+        "local": lambda: LocalSandbox(num_threads=1, **net),
+        "local-plain": lambda: LocalSandbox(num_threads=1, isolate=False, **net),
+        "docker": lambda: DockerSandbox(image=args.image, num_threads=1, cpus=1, memory_limit_mb=2048, **net),
     }
+    backends = {name: makers[name]() for name in args.backends.split(",")}
     print(f"median wall time per execution, {args.runs} runs each (after 1 warm-up)")
-    print(f"{'program':<10}{'local s':>10}{'docker s':>10}{'docker-local s':>16}{'ratio':>8}")
+    print(f"{'program':<10}" + "".join(f"{b + ' s':>14}" for b in backends)
+          + (f"{'docker-local s':>16}{'ratio':>8}" if {"local", "docker"} <= set(backends) else ""))
+    # world-readable, as a user's data directory is (programs run as another user when root)
     with tempfile.TemporaryDirectory(prefix="swarm-evo-bench-") as tmp:
+        os.chmod(tmp, 0o755)
         public = Path(tmp) / "public"
         public.mkdir()
-        for name, code in PROGRAMS.items():
+        for name in args.programs.split(","):
+            code = PROGRAMS[name]
             medians = {
                 backend: median_seconds(sandbox, code, args.runs, Path(tmp) / backend / name, public)
                 for backend, sandbox in backends.items()
             }
-            local, docker = medians["local"], medians["docker"]
-            print(f"{name:<10}{local:>10.3f}{docker:>10.3f}{docker - local:>16.3f}{docker / local:>8.2f}")
+            line = f"{name:<10}" + "".join(f"{m:>14.3f}" for m in medians.values())
+            if {"local", "docker"} <= set(medians):
+                local, docker = medians["local"], medians["docker"]
+                line += f"{docker - local:>16.3f}{docker / local:>8.2f}"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ class SandboxSettings(Block):
         SandboxConfig.model_fields["disk_limit_mb"].default, ge=16,
         description="MiB one execution may fill in its node directory (and the largest file).",
     )
+    network: bool = Field(
+        False, description="Give programs the host's network (default: none; they reach nothing, not even localhost)."
+    )
 
     @field_validator("gpus", mode="before")
     @classmethod

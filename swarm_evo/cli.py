@@ -172,9 +172,12 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
             print(f"warning: model '{probe.model}': {probe.warning}", file=sys.stderr)
     if run_dir is not None:
         check_run_dir(run_dir, objective, config.search.policy)
-    _, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime, program interpreter
+    sandbox, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime, program interpreter
     print(f"sandbox: {config.sandbox.backend} ({runtime.device}); python {runtime.python} ({runtime.executable}); "
           f"packages: {runtime.package_list}")
+    from swarm_evo.sandbox.confinement import describe_confinement
+
+    print(f"confinement: {describe_confinement(sandbox)}")
     return objective
 
 

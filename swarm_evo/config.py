@@ -166,6 +166,11 @@ class SandboxConfig(_Section):
         description="Disk space (MiB) one execution may fill in its node directory, and the largest file it may "
         "write (local: RLIMIT_FSIZE; docker: fsize ulimit). Past it the program is stopped: DiskLimitError.",
     )
+    network: bool = Field(
+        False,
+        description="Give programs the host's network (local: no network namespace; docker: network_mode host), "
+        "for programs that must download; by default they reach nothing, not even the host's loopback services.",
+    )
 
     @field_validator("gpus", mode="before")
     @classmethod

@@ -22,9 +22,8 @@ from swarm_evo.prompts import templates_dir
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.session import RunSession
 from swarm_evo.step import generation, operations, review_call
-from swarm_evo.step.request import release_request
 from swarm_evo.text_bounds import prompt_limits
-from test_prompts_render import _append, _open
+from test_prompts_render import _append, _open, search_prompts
 
 TEMPLATES = sorted(p.name for p in templates_dir().glob("*.j2"))
 WINDOWS = (8_192, 16_384, 131_072)
@@ -95,17 +94,7 @@ def _render_all(session, mp: pytest.MonkeyPatch, slot: int) -> dict[str, str]:
     from swarm_evo import problem_setup
     from swarm_evo.agent_evolution import evolve_agents
 
-    config = session.config
-    prompts: dict[str, str] = {}
-    config.search.merge_probability = 1.0
-    merge = operations.prepare_phase2(session, slot)
-    assert merge.template == "merge.j2"
-    release_request(session, merge)
-    config.search.merge_probability = 0.0
-    mutate = operations.prepare_phase2(session, slot + 1)
-    assert mutate.template == "mutate.j2"
-    prompts.update({"draft.j2": operations.prepare_draft(session, slot + 2).prompt,
-                    "merge.j2": merge.prompt, "mutate.j2": mutate.prompt})
+    prompts = search_prompts(session, slot)
     code = _program(list(session.loci), BIG)
     term_out = _lines("train", 2_000_000)
     problems = [f"problem {i}: " + "p" * 3_000 for i in range(500)]

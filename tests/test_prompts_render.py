@@ -136,11 +136,9 @@ def _attempt(code: str, term_out: str, exc_type: str | None = None) -> Attempt:
     return Attempt(code=code, result=result, problems=[f"{exc_type}: boom"] if exc_type else [])
 
 
-def render_all(session, slot0: int = 100) -> dict[str, str]:
-    """``{template: rendered prompt}`` for every template, through the step functions."""
-    from swarm_evo.agent_evolution import evolve_agents
-
-    prompts: dict[str, str] = {}
+def search_prompts(session, slot0: int) -> dict[str, str]:
+    """``{template: prompt}`` of the draft, merge and mutate operations (slots ``slot0`` to
+    ``slot0 + 2``), through the step functions a run selects them with."""
     config = session.config
     config.search.merge_probability = 1.0
     merge = operations.prepare_phase2(session, slot0)
@@ -150,7 +148,15 @@ def render_all(session, slot0: int = 100) -> dict[str, str]:
     mutate = operations.prepare_phase2(session, slot0 + 1)
     assert mutate.template == "mutate.j2"
     draft = operations.prepare_draft(session, slot0 + 2)
-    prompts.update({"draft.j2": draft.prompt, "merge.j2": merge.prompt, "mutate.j2": mutate.prompt})
+    return {"draft.j2": draft.prompt, "merge.j2": merge.prompt, "mutate.j2": mutate.prompt}
+
+
+def render_all(session, slot0: int = 100) -> dict[str, str]:
+    """``{template: rendered prompt}`` for every template, through the step functions."""
+    from swarm_evo.agent_evolution import evolve_agents
+
+    config = session.config
+    prompts = search_prompts(session, slot0)
     code = session.journal.nodes[0].code
     prompts["debug.j2"], _ = generation.debug_prompt(session, slot0, "k", 1, 2, code, TRACEBACK, "ValueError",
                                                ["ValueError: Input X contains NaN.", "no metric line"])

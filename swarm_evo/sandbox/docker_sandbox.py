@@ -4,7 +4,8 @@ Each execution creates a container from the sandbox image, starts it, waits with
 kills it at the timeout, collects its logs and removes it in ``finally`` (``containers.run``
 would leave a container behind when ``start`` fails). The container:
 
-* has no network (``network_mode="none"``: loopback only);
+* has no network (``network_mode="none"``: loopback only), or the host's (``network_mode="host"``)
+  with ``network=True`` (``sandbox.network``: programs that must download; a warning per run);
 * has memory (swap included), CPU, pids and ``/dev/shm`` limits;
 * runs as a non-root user with every capability dropped, ``no-new-privileges``, a read-only
   root filesystem and a small ``/tmp`` tmpfs; an init process reaps children; anonymous
@@ -114,6 +115,7 @@ class DockerSandbox:
         disk_limit_mb: space (MiB) the program may fill in its node directory, and the largest
             file it may write (``fsize`` ulimit); past it the container is killed and the result
             is ``DiskLimitError`` (:mod:`swarm_evo.sandbox.disk_limit`).
+        network: give containers the host's network (``network_mode="host"``) instead of none.
 
     Raises:
         SandboxUnavailableError: the Docker daemon does not answer (message names the fix).
@@ -134,9 +136,11 @@ class DockerSandbox:
         client=None,
         max_log_bytes: int | None = None,
         disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
+        network: bool = False,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
+        self.network = bool(network)
         docker = _docker()
         if client is None:
             try:
@@ -208,7 +212,7 @@ class DockerSandbox:
             working_dir=CONTAINER_WORKDIR,
             user=self.user(),
             environment=self.environment(),
-            network_mode="none",
+            network_mode="host" if self.network else "none",
             mem_limit=f"{self.memory_limit_mb}m",
             memswap_limit=f"{self.memory_limit_mb}m",
             nano_cpus=int(self.cpus * 1e9),

@@ -6,6 +6,7 @@ builds its sandbox without importing the search (litellm, scikit-learn: seconds 
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,9 @@ from swarm_evo.sandbox.program_env import resolve_program_python
 
 if TYPE_CHECKING:
     from swarm_evo.config import RunConfig
+
+log = logging.getLogger(__name__)
+_warned_network: set[str] = set()
 
 
 def threads_per_execution(parallel_workers: int) -> int:
@@ -35,6 +39,10 @@ def make_sandbox(config: RunConfig) -> Sandbox:
     """
     cfg = config.sandbox
     threads = threads_per_execution(config.search.parallel_workers)
+    if cfg.network and cfg.backend not in _warned_network:  # once per run (process) and backend
+        _warned_network.add(cfg.backend)
+        log.warning("sandbox.network is true: programs of the %s backend share the host's network and reach its "
+                    "local services (model servers, the Prefect API)", cfg.backend)
     if cfg.backend == "docker":
         return DockerSandbox(
             image=cfg.image,
@@ -47,6 +55,7 @@ def make_sandbox(config: RunConfig) -> Sandbox:
             num_threads=threads,
             max_output_bytes=cfg.max_output_bytes,
             disk_limit_mb=cfg.disk_limit_mb,
+            network=cfg.network,
         )
     return LocalSandbox(
         python=resolve_program_python(cfg.python).path,
@@ -57,4 +66,5 @@ def make_sandbox(config: RunConfig) -> Sandbox:
         parallel_workers=config.search.parallel_workers,
         shm_size_mb=cfg.shm_size_mb,
         disk_limit_mb=cfg.disk_limit_mb,
+        network=cfg.network,
     )

@@ -8,19 +8,19 @@ that enforces the timeout and guarantees that nothing the program started outliv
   namespace: when it ends, times out, or the run process itself is SIGKILLed, the kernel
   kills every process it left, daemons included (``setsid``, double forks). Otherwise the
   supervisor is a child subreaper and kills the program's descendants pass after pass.
-* **User and file system.** As root, the program runs as ``nobody`` (uid/gid 65534, no
-  supplementary groups, no new privileges) in a private mount namespace: its node directory
-  is handed over to nobody for the execution (and taken back after), the public data behind
-  ``input`` is a read-only bind mount, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are private
-  size-limited tmpfs, ``HOME`` is ``working/.home``, and every other mount of the host is
-  read-only (world-writable directories such as ``/run/lock`` included), so nothing it writes
-  outside its node directory survives it. So it can neither delete ``../`` (other
-  nodes, the journal) nor the public data, nor write anywhere else on the host; directories
-  nobody cannot enter (``/root``, ``/tmp/pytest-of-root``) show it only the entries it needs
-  (interpreter, node directory, data); the public data itself must be readable by others.
-  **Limitation:** when the orchestrator is not root, the
-  program runs as the orchestrator's own user with that user's file access: only the Docker
-  backend isolates the file system then.
+* **User, file system, network** (issue 32). As root, the program runs as ``nobody`` (uid/gid
+  65534, no supplementary groups, no new privileges; its node directory is handed over to
+  nobody for the execution and taken back after); as an ordinary user, in a user namespace
+  with the user's own uid. Either way it runs in a root file system made from an allow-list
+  (:mod:`~swarm_evo.sandbox.supervisor_root`): its node directory, the public data behind
+  ``input`` (read-only), the interpreter's directories and the system directories
+  (read-only), private size-limited ``/tmp``, ``/var/tmp``, ``/dev/shm``; ``HOME`` is
+  ``working/.home``. The answers next to the public data, other nodes, the journal, home
+  directories and caches are simply not there. Its network namespace has only a loopback
+  of its own (``network=True``: the host's). The public data must be readable by others when
+  root. **Limitation:** where the kernel refuses user namespaces (or ``isolate=False``) the
+  program runs as the orchestrator's own user with its file and network access; one warning
+  per run says so (only the Docker backend confines it then).
 * **Limits.** ``RLIMIT_NPROC`` (the processes the program's user already has plus
   ``pids_limit``: a fork bomb gets EAGAIN), ``RLIMIT_DATA`` (``memory_limit_mb``, default host
   memory / parallel workers: a memory hog gets ``MemoryError``; ``RLIMIT_DATA`` rather than
@@ -41,9 +41,10 @@ that enforces the timeout and guarantees that nothing the program started outliv
 
 ``exec_time`` is the program's wall time measured by the supervisor from just before its fork
 to its exit (namespace setup and interpreter startup of the supervisor are outside it).
-Fallbacks: a root orchestrator that may not create namespaces (a container without
-CAP_SYS_ADMIN) gets the subreaper and, when nobody cannot reach the interpreter or the node
-directory, keeps running programs as root (a warning is logged).
+Fallbacks: an orchestrator that may not create namespaces (a container without
+CAP_SYS_ADMIN, a kernel without unprivileged user namespaces) gets the subreaper and a warning
+that programs are not confined; as root, when nobody cannot reach the interpreter or the node
+directory, it keeps running programs as root.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ BACKSTOP_SECONDS = 4.0
 reported (the supervisor itself kills the program at the timeout)."""
 
 _warned: set[str] = set()
+
+
+def _warn_once(warning: str) -> None:
+    """Log ``warning`` once per process (a run is one process)."""
+    if warning not in _warned:
+        _warned.add(warning)
+        log.warning("local sandbox: %s", warning)
 
 
 def process_count(uid: int) -> int:
@@ -158,6 +166,8 @@ class LocalSandbox:
         disk_limit_mb: space (MiB) the program may fill in its node directory, and the largest
             file it may write (``RLIMIT_FSIZE``); past it the program is stopped with
             ``DiskLimitError`` (:mod:`swarm_evo.sandbox.disk_limit`).
+        network: keep the host's network (no network namespace; ``sandbox.network``). By
+            default a program has a loopback of its own and reaches nothing of the host's.
 
     Raises:
         ValueError: ``max_output_bytes`` < 1024.
@@ -167,6 +177,9 @@ class LocalSandbox:
     """
 
     gpu_limit: str | None = None
+    last_mode: str | None = None
+    """The supervisor mode of the latest execution: ``namespaces`` (root), ``userns`` (a user
+    namespace), ``subreaper`` (not confined), or None before the first."""
 
     def __init__(
         self,
@@ -182,6 +195,7 @@ class LocalSandbox:
         shm_size_mb: int = 1024,
         isolate: bool = True,
         disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
+        network: bool = False,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -196,6 +210,7 @@ class LocalSandbox:
         self.shm_size_mb = int(shm_size_mb)
         self.isolate = bool(isolate)
         self.disk_limit_mb = int(disk_limit_mb)
+        self.network = bool(network)
 
     def command(self) -> list[str]:
         """The argv of the program itself (run by the supervisor in the node directory)."""
@@ -222,10 +237,11 @@ class LocalSandbox:
         env = scrub_env(num_threads=self.num_threads, extra=self.extra_env)
         user = self.program_user()
         owner = None
-        if user is not None:
+        if self.isolate:  # the caller's home is out of the program's sight
             home = workdir / WORKING_DIR / HOME_DIR
             home.mkdir(exist_ok=True)
             env["HOME"] = str(home)
+        if user is not None:
             try:
                 owner = hand_over_workdir(workdir, *user)
             except OSError as exc:
@@ -248,7 +264,8 @@ class LocalSandbox:
             "parent_pid": os.getpid(),
             "uid": user[0] if user is not None else None,
             "gid": user[1] if user is not None else None,
-            "namespaces": user is not None,
+            "namespaces": self.isolate,
+            "network": self.network,
             "memory_bytes": self.memory_limit_mb * 1024 * 1024,
             "nproc": process_count(uid) + self.pids_limit if uid != 0 else None,
             "fsize_bytes": self.disk_limit_mb * 1024 * 1024,
@@ -315,10 +332,9 @@ class LocalSandbox:
         elif report is None or report.get("error"):
             detail = (report or {}).get("error") or f"no report (exit {proc.returncode})"
             raise SandboxError(f"local sandbox failed: {detail}; stderr: {err.data()[-2000:].decode(errors='replace')}")
+        self.last_mode = report.get("mode")
         for warning in report.get("warnings") or []:
-            if warning not in _warned:
-                _warned.add(warning)
-                log.warning("local sandbox: %s", warning)
+            _warn_once(warning)
         status = report.get("status")
         exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
         result = result_from_captures(

@@ -7,19 +7,21 @@ config as ``python_paths``) and reads one JSON report from the file descriptor `
 The supervisor starts the program, enforces its timeout, and makes sure that nothing the
 program started survives it:
 
-* **namespaces** (the caller is root, or has CAP_SYS_ADMIN): the supervisor unshares a PID
-  namespace and forks its *init* (PID 1 there). The init unshares a mount namespace, then
-  forks the program. When the init exits (program done, timeout, or the init killed) the
+* **namespaces** (the caller is root, or an ordinary user who may create a user namespace:
+  then the supervisor first enters one, :func:`~.supervisor_root.enter_user_namespace`, and the
+  mode is reported as ``userns``): the supervisor unshares a PID namespace and forks its
+  *init* (PID 1 there). The init builds the program's world (:mod:`.supervisor_root`: mount,
+  IPC and network namespaces, an allow-list root file system entered with ``pivot_root``),
+  then forks the program. When the init exits (program done, timeout, or the init killed) the
   kernel SIGKILLs every process left in the namespace, including daemons that escaped with
   ``setsid`` or a double fork; nothing can leave a PID namespace. The init gets SIGKILL when
   the supervisor dies and the supervisor when the run process dies (``PR_SET_PDEATHSIG``),
-  so a SIGKILLed run process takes the whole program tree with it. In the mount namespace
+  so a SIGKILLed run process takes the whole program tree with it. The program sees only its
+  work directory, the public data (read-only), the interpreter and the system directories;
   ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are fresh size-limited tmpfs, ``/proc`` shows the
-  namespace's processes only, the public data is a read-only bind mount, and every other
-  mount is remounted read-only except the work directory (its own bind mount): nothing the
-  program writes outside its directory survives it, world-writable host directories such as
-  ``/run/lock`` included (issue 18). The init also unshares an IPC namespace, so System V
-  shared memory, semaphores and POSIX message queues die with the program.
+  namespace's processes only, every mount but the work directory and the scratch tmpfs is
+  read-only (issue 18), System V IPC and POSIX message queues die with the program, and its
+  network is a loopback of its own unless ``network`` (issue 32).
 * **subreaper** (fallback: no privilege for namespaces): the supervisor sets
   ``PR_SET_CHILD_SUBREAPER`` so that orphans re-parent to it and, when the program ends, kills
   its process group and then every remaining descendant, pass after pass, until ``waitpid``
@@ -30,15 +32,14 @@ The program itself runs in a new session (``setsid``), first in line for the hos
 ``RLIMIT_NPROC`` (fork bombs), ``RLIMIT_FSIZE`` (``fsize_bytes``: no file larger than the disk limit) and, when ``uid`` is given (the caller is root), as that user
 with no supplementary groups and ``PR_SET_NO_NEW_PRIVS``. A user other than root cannot
 traverse directories such as ``/root`` or pytest's ``/tmp/pytest-of-root`` (mode 700): in
-namespace mode each such directory on the way to a path the program needs (its work
-directory, the public data, the interpreter and its ``sys.path``) is covered by an empty
-tmpfs into which only the needed entries are bind-mounted back; the program cannot see
-anything else there (it could not before either). The needed paths themselves keep their
-modes: the public data must be readable by others (``o+r``, ``o+x`` on directories).
+namespace mode the directories on the way to a path the program needs are empty directories
+of the allow-list root, so it reaches the path and nothing else. The needed paths themselves
+keep their modes: as root (program user nobody) the public data must be readable by others
+(``o+r``, ``o+x`` on directories).
 
 Report (one JSON object, written once): ``status`` (raw ``waitpid`` status of the program or
 None), ``exec_time`` (s, from just before the program's fork to its exit or kill),
-``timed_out``, ``mode`` (``"namespaces"``/``"subreaper"``), ``uid`` (the program's), and
+``timed_out``, ``mode`` (``"namespaces"``/``"userns"``/``"subreaper"``), ``uid`` (the program's), and
 ``error`` (a failure of the sandbox itself: exec or mount failure) or None; ``warnings``.
 """
 
@@ -49,20 +50,21 @@ import os
 import resource
 import select
 import signal
-import stat
 import sys
 import time
 import traceback
 
 if __package__:  # imported as swarm_evo.sandbox.supervisor
     from .supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-        blocked_dirs, mount, prctl, python_paths, setup_mounts, unshare)
+        blocked_dirs, prctl, python_paths, unshare)
+    from .supervisor_root import build_root, enter_user_namespace
 else:  # run by path (python -I: no sys.path entry for this directory); gone again before
     # python_paths() reads sys.path, so the program's mounts do not change
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     try:
         from supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-            blocked_dirs, mount, prctl, python_paths, setup_mounts, unshare)
+            blocked_dirs, prctl, python_paths, unshare)
+        from supervisor_root import build_root, enter_user_namespace
     finally:
         sys.path.pop()
 
@@ -278,8 +280,7 @@ def _init_main(cfg: dict, alive_r: int, report_w: int) -> None:
         # The supervisor may have died before PR_SET_PDEATHSIG: its pipe end is then closed.
         if select.select([alive_r], [], [], 0)[0]:
             os._exit(1)
-        needed = [cfg["workdir"], *(cfg.get("readonly") or []), *(cfg.get("expose") or []), *_interpreter_paths(cfg)]
-        warnings = setup_mounts(cfg, needed)
+        warnings = build_root(cfg, _interpreter_paths(cfg))
         report = supervise(cfg, in_pidns=True)
         report["warnings"] = warnings
     except BaseException as exc:  # noqa: BLE001 - reported to the run process
@@ -320,7 +321,7 @@ def _run_namespaced(cfg: dict) -> dict:
     if not chunks:
         return {"status": None, "exec_time": 0.0, "timed_out": False, "error": "the sandbox init died"}
     report = json.loads(b"".join(chunks))
-    report["mode"] = "namespaces"
+    report["mode"] = "userns" if cfg.get("userns") else "namespaces"
     return report
 
 
@@ -334,7 +335,7 @@ def _run_subreaper(cfg: dict, wake_fd: int) -> dict:
 def main(argv: list[str]) -> int:
     """Entry point: ``argv[1]`` is the JSON configuration written by ``LocalSandbox._config``
     (``argv``, ``workdir``, ``timeout`` s, ``status_fd``, ``parent_pid``, ``uid``/``gid`` or
-    None, ``namespaces``, ``memory_bytes``, ``nproc``, ``fsize_bytes``, ``readonly`` paths, ``tmp_size_mb``,
+    None, ``namespaces``, ``network``, ``memory_bytes``, ``nproc``, ``fsize_bytes``, ``readonly`` paths, ``tmp_size_mb``,
     ``shm_size_mb``). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
     when the run process was already gone."""
     cfg = json.loads(argv[1])
@@ -345,10 +346,17 @@ def main(argv: list[str]) -> int:
         in_pidns = False
         if cfg.get("namespaces"):
             try:
+                if os.getuid() != 0:  # a user namespace gives an ordinary user the same confinement
+                    enter_user_namespace()
+                    cfg["userns"] = True
                 unshare(CLONE_NEWPID)
                 in_pidns = True
             except OSError as exc:
-                cfg.setdefault("warnings", []).append(f"no PID namespace ({exc}); subreaper mode")
+                cfg.setdefault("warnings", []).append(
+                    f"no {'user' if os.getuid() != 0 and not cfg.get('userns') else 'PID'} namespace ({exc}): "
+                    "programs are NOT confined: they can read the competition's answers and every host file "
+                    "their user can, and reach the host's network and services; use the Docker backend "
+                    "(sandbox.backend: docker)")
         # Die with the run process: SIGKILL in namespace mode (the init follows, the kernel
         # empties the namespace); SIGTERM in subreaper mode (the wait loop kills the tree).
         wake_fd = None

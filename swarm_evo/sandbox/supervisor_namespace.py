@@ -1,7 +1,6 @@
 """The supervisor's Linux plumbing (standard library only, loaded by :mod:`.supervisor` also when
-it runs by path): ``prctl``, ``unshare`` and ``mount`` through libc, and the mount namespace a
-program runs in (fresh scratch tmpfs, read-only public data and host, only the paths the
-program needs reachable for its user; see the supervisor's docstring)."""
+it runs by path): ``prctl``, ``unshare`` and ``mount`` through libc, read-only remounts, and the
+interpreter's paths. The program's root file system is built by :mod:`.supervisor_root`."""
 
 from __future__ import annotations
 
@@ -94,76 +93,6 @@ def blocked_dirs(needed: list[str], uid: int, gid: int) -> set[str]:
     return blocked
 
 
-def _depth(path: str) -> int:
-    return 0 if path == "/" else path.count("/")
-
-
-def setup_mounts(cfg: dict, needed: list[str]) -> list[str]:
-    """In the init, before the program: the mount namespace described in the module docstring."""
-    warnings: list[str] = []
-    uid, gid = cfg.get("uid"), cfg.get("gid")
-    unshare(CLONE_NEWNS | CLONE_NEWIPC)
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    needed = sorted({os.path.realpath(p) for p in needed if p and os.path.exists(p)})
-    needed = [p for p in needed if p != "/"]
-    scratch = {}
-    for d in SCRATCH_DIRS:
-        real = os.path.realpath(d)
-        if not os.path.isdir(real) or real == "/":
-            continue
-        # A needed path that is the scratch dir or above it keeps the host's directory.
-        if any(p == real or real.startswith(p + "/") for p in needed):
-            continue
-        size = cfg.get("shm_size_mb") if d == "/dev/shm" else cfg.get("tmp_size_mb")
-        scratch[real] = int(size or 512)
-    synthesized = set(scratch)
-    if uid is not None:
-        # A needed directory the user cannot search stays as it is (exposing it cannot help).
-        synthesized |= blocked_dirs(needed, int(uid), int(gid)) - set(needed)
-    # Entries to bind back: a child of a synthesized directory on the way to a needed path.
-    binds = set()
-    for path in needed:
-        chain = _ancestors(path) + [path]
-        for parent, child in zip(chain, chain[1:]):
-            if parent in synthesized and child not in synthesized:
-                binds.add(child)
-    binds = {b for b in binds if os.path.lexists(b)}
-    fds = {b: os.open(b, os.O_PATH) for b in binds}
-    ops = sorted([(_depth(d), 0, d) for d in synthesized] + [(_depth(b), 1, b) for b in binds])
-    for _, kind, path in ops:
-        parent = os.path.dirname(path)
-        if kind == 0:
-            mode = "1777" if path in scratch else "0755"
-            if parent in synthesized:
-                os.mkdir(path)
-                os.chmod(path, int(mode, 8))
-            else:
-                size = f",size={scratch[path]}m" if path in scratch else ",size=1m"
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}{size}")
-        else:
-            fd = fds[path]
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                os.mkdir(path)
-            else:
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-    for fd in fds.values():
-        os.close(fd)
-    for path in cfg.get("readonly") or []:
-        real = os.path.realpath(path)
-        if os.path.isdir(real):
-            mount(real, real, None, MS_BIND | MS_REC)
-            mount(None, real, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    workdir = os.path.realpath(cfg["workdir"])
-    mount(workdir, workdir, None, MS_BIND | MS_REC)  # its own mount: stays writable below
-    warnings += _freeze_host(writable={workdir, *scratch})
-    try:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        warnings.append(f"kept the host's /proc ({exc})")
-    return warnings
-
-
 def _mount_points() -> list[tuple[str, list[str]]]:
     """``(mount point, per-mount options)`` of this mount namespace (``/proc/self/mountinfo``,
     fields 5 and 6; octal escapes such as ``\\040`` decoded), parents before children."""
@@ -176,7 +105,7 @@ def _mount_points() -> list[tuple[str, list[str]]]:
     return points
 
 
-def _freeze_host(writable: set[str]) -> list[str]:
+def freeze_mounts(writable: set[str]) -> list[str]:
     """Remount every mount of the namespace read-only except ``writable`` mount points and
     ``/proc``; the warnings (a mount that could not be frozen).
 

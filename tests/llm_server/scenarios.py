@@ -49,7 +49,7 @@ ReviewShape = Literal[
     "json_bare",        # no tool call: prose, then a bare JSON object
     "think_json",       # <think>...</think> then a fenced JSON object
 ]
-Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir", "disk_fill"]
+Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir", "disk_fill", "answer_hunt"]
 
 CHATTY_BYTES = 2_000_000
 """How much a ``chatty_crash`` program prints before it raises (issue 13: "2 MB")."""
@@ -113,7 +113,10 @@ class Scenario(BaseModel):
     :data:`CHATTY_BYTES` then raises RuntimeError; ``name_error`` uses an undefined name;
     ``submission_fifo`` / ``submission_dir`` leave a FIFO / a directory where the program wrote
     ``submission/submission.csv`` when it exits (issue 18: a hostile program the host must read
-    safely); ``disk_fill`` writes 10 GB into ``working/``. The debug brain always repairs them (the planted lines carry a ``# stand-in:``
+    safely); ``disk_fill`` writes 10 GB into ``working/``; ``answer_hunt`` (issue 32) looks for the
+    competition's answers (``/proc/self/mountinfo``, ``..`` of ``input``, ``/proc/*/root``, usual
+    roots) and for the host's listening ports, prints ``HUNT: answers=...; ports=...`` and, when it
+    found the answers, hands them in as its submission at exit (the program runs fine otherwise). The debug brain always repairs them (the planted lines carry a ``# stand-in:``
     comment)."""
 
     fast_programs: bool = True
@@ -183,6 +186,12 @@ HOSTILE_SUBMISSION = Scenario(
     draft_faults={0: "submission_fifo", 1: "submission_dir", 2: "disk_fill"},
 )
 
+ANSWER_HUNT = Scenario(
+    name="answer_hunt",
+    description="every draft hunts for the answers and the host's services, and hands the answers in if found",
+    draft_faults={i: "answer_hunt" for i in range(64)},
+)
+
 BAD_KEY = Scenario(
     name="bad_key",
     description="the server wants another API key: 401 on every request",
@@ -196,7 +205,7 @@ SERVER_ERRORS = Scenario(
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, BROKEN_FIXES, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
+    TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, ANSWER_HUNT, BROKEN_FIXES, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
     SERVER_ERRORS,
 )}
 """The named presets, selectable per test (``llm_server.use("everything")``)."""

@@ -1,0 +1,59 @@
+"""What a backend confines (issue 32): the line ``swarm-evo run`` prints next to the sandbox line.
+
+Modes of the local backend (``LocalSandbox.last_mode``, else predicted for this process):
+
+* ``namespaces``: the orchestrator is root; programs run as nobody in PID, mount, IPC and
+  network namespaces, in a root file system made from an allow-list (:mod:`.supervisor_root`);
+* ``userns``: an ordinary user, the same inside a user namespace (programs keep the user's uid);
+* ``subreaper``: no namespaces (``isolate=False``, or the kernel refuses them): programs run as
+  the orchestrator's user and see and reach what it does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+
+ALLOW_LIST = "sees only input (read-only), its node directory, the interpreter and /usr, /etc, /lib*, /sys"
+NOT_CONFINED = ("NOT confined: programs can read the competition's answers and every host file their user can, "
+                "and reach the network and the host's services; use the Docker backend (sandbox.backend: docker)")
+
+
+@functools.lru_cache(maxsize=1)
+def user_namespaces_work() -> bool:
+    """Whether this (non-root) user may create a user namespace: one ``unshare`` in a child
+    process (the kernel's knobs differ by distribution: ``kernel.unprivileged_userns_clone``,
+    ``user.max_user_namespaces``, AppArmor's ``apparmor_restrict_unprivileged_userns``)."""
+    code = ("import ctypes,sys; libc=ctypes.CDLL(None, use_errno=True); "
+            "sys.exit(0 if libc.unshare(0x10000000 | 0x00020000) == 0 else 1)")
+    try:
+        return subprocess.run([sys.executable, "-I", "-S", "-c", code], timeout=30, check=False,
+                              stdin=subprocess.DEVNULL, capture_output=True).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def local_mode(isolate: bool = True) -> str:
+    """The mode the local backend will use in this process: ``namespaces``, ``userns`` or
+    ``subreaper`` (module docstring)."""
+    if not isolate:
+        return "subreaper"
+    if os.geteuid() == 0:
+        return "namespaces"
+    return "userns" if user_namespaces_work() else "subreaper"
+
+
+def describe_confinement(sandbox) -> str:
+    """One line: what programs of ``sandbox`` (a ``LocalSandbox`` or ``DockerSandbox``) can see
+    and reach, e.g. ``namespaces (root, programs as nobody): sees only ...; network: none``."""
+    network = "the host's (sandbox.network)" if getattr(sandbox, "network", False) else "none"
+    if hasattr(sandbox, "client"):  # DockerSandbox
+        return f"container: sees only /workspace (its node directory) and input (read-only); network: {network}"
+    mode = getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))
+    if mode == "namespaces":
+        return f"namespaces (root, programs run as nobody): {ALLOW_LIST}; network: {network}"
+    if mode == "userns":
+        return f"user namespace (programs run as uid {os.getuid()}): {ALLOW_LIST}; network: {network}"
+    return NOT_CONFINED
