@@ -20,7 +20,7 @@ REQUIREMENTS="$HERE/requirements-tabular.txt"
 die() { echo "build-sandbox-image-offline: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
 command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install -y debootstrap"
-docker info >/dev/null 2>&1 || die "no Docker engine answers: start dockerd (see README, 'Docker sandbox')"
+docker info >/dev/null 2>&1 || die "no Docker engine answers: start dockerd (see docs/sandbox.md)"
 
 # The requirements file's hash is a label of the image: a changed pin means a rebuild.
 REQ_HASH="$(sha256sum "$REQUIREMENTS" | cut -c1-16)"
