@@ -1,11 +1,14 @@
 """The documentation works as written (issue 33): every ``swarm-evo …`` command in a fenced
-shell block of the README and of ``docs/*.md`` parses with the CLI's own parser, and every
-relative link between the pages points at a file that exists."""
+shell block of the README and of ``docs/*.md`` parses with the CLI's own parser, every
+relative link between the pages points at a file that exists, and every source file a page
+names (``docs/ARCHITECTURE.md``'s ``step/limits.py::check_limits``, a bare ``journal.py``) is
+a file of the repository."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,41 @@ def test_relative_links_point_at_files(page):
     missing = [target for target in LINK.findall(page.read_text(encoding="utf-8"))
                if not (page.parent / target).exists()]
     assert not missing, f"{page.relative_to(REPO)} links to missing files: {missing}"
+
+
+TRACKED = set(subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split())
+"""The repository's files (git's index: the checkout's own files, not its venvs or run directories)."""
+SOURCE_PATH = re.compile(r"(?<![\w$<>.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|j2|sh|toml|yaml|yml))(?![\w])")
+RUN_FILES = {"solution.py", "best_solution.py", "program.py", "config.yaml"}
+"""Names the pages give to files of a run, a node directory or a competition folder, not of
+this repository: a program (``solution.py``), the run's best (``best_solution.py``), the
+Eval Service's ``program.py``, a competition's ``config.yaml``."""
+
+
+def named_source_paths(markdown: str) -> set[str]:
+    """The source files a page names in backticks: ``flows/_step.py``, ``step/limits.py::check_limits``
+    (the part after ``::`` dropped), or a bare ``journal.py``."""
+    return {m.group(1) for code in re.findall(r"`([^`\n]+)`", markdown) for m in SOURCE_PATH.finditer(code)}
+
+
+def _exists(name: str) -> bool:
+    if name in RUN_FILES or name.startswith(("RUN_DIR/", "runs/", "nodes/", "OUT/", "DATA_DIR/")):
+        return True
+    if "/" not in name:  # a bare file name, under its package heading: some file of the repository has it
+        return any(Path(t).name == name for t in TRACKED)
+    # ARCHITECTURE.md: "paths are under swarm_evo/ unless they start with flows/, tasks/ or tests/"
+    return any(f"{base}{name}" in TRACKED for base in ("", "swarm_evo/", "prompt_templates/", "tests/"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
+def test_every_source_file_a_page_names_exists(page):
+    """docs/ARCHITECTURE.md and docs/CONTRACTS.md (and every other page) name modules by path:
+    after a module moves or goes, the page must follow (issue 33)."""
+    missing = sorted(n for n in named_source_paths(page.read_text(encoding="utf-8")) if not _exists(n))
+    assert not missing, f"{page.relative_to(REPO)} names files that do not exist: {missing}"
+
+
+def test_a_moved_module_would_be_caught():
+    assert _exists("step/limits.py") and _exists("flows/_step.py") and _exists("journal.py")
+    assert not _exists("step/no_such_module.py") and not _exists("no_such_module.py")
+    assert named_source_paths("see `step/limits.py::check_limits` and `sandbox.python`") == {"step/limits.py"}
