@@ -250,7 +250,7 @@ def run_plain(args) -> dict:
     from flows import phase2_evolve as p2
     from flows.run_config import resolve_config
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
 
     if args.policy not in (None, "two_phase"):
         raise SystemExit("plain mode runs the two-phase search only")

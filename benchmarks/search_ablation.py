@@ -20,7 +20,7 @@ two_phase is better, in the score's unit. Its interval: percentile bootstrap
 independently, with replacement (runs of two policies share no state). Verdict per task and
 policy pair: "two_phase better" (interval above 0), "two_phase worse" (below 0), "no difference"
 (contains 0) "at this budget"; "too few runs" when a policy has fewer than 2 scored runs.
-Details and caveats: swarm_evo/sweep_stats.py (with 3 seeds the interval is narrow and
+Details and caveats: swarm_evo/sweeps/sweep_stats.py (with 3 seeds the interval is narrow and
 optimistic; read it as a summary of these runs, not a significance test).
 
 Writes ``OUT/ablation.md`` (the markdown table, for benchmarks/README.md) and
@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from swarm_evo.sweep_stats import compare, format_score
+from swarm_evo.sweeps.sweep_stats import compare, format_score
 
 PROBLEMS = "tsp:kroA100,tsp:a280,circle-packing"
 POLICIES = "two_phase,greedy,random"
@@ -76,7 +76,7 @@ def analyse(summary: dict, reference: str = REFERENCE) -> list[dict]:
 
     Returns ``[{"task", "score_name", "lower_is_better", "policies": [{"policy", "runs",
     "scored_runs", "scores", "mean", "sem", "comparison"}]}]``; ``comparison`` is None for the
-    reference and for a task without it, else :func:`swarm_evo.sweep_stats.compare` of the
+    reference and for a task without it, else :func:`swarm_evo.sweeps.sweep_stats.compare` of the
     reference's scores with the policy's plus ``"text"`` (the verdict line).
     """
     tasks = []

@@ -9,7 +9,7 @@ from typing import Callable
 from prefect import get_run_logger
 
 from flows._subflow import subflow_context
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
 from swarm_evo.step import limits
 
 

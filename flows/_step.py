@@ -10,10 +10,10 @@ from prefect.states import Completed, State
 
 from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
-from swarm_evo.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
+from swarm_evo.search.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
 from swarm_evo.llm.errors import DeadlineReached
-from swarm_evo.node import Node, new_node_id
-from swarm_evo.session import get_session
+from swarm_evo.population.node import Node, new_node_id
+from swarm_evo.run.session import get_session
 from swarm_evo.step import assembly, attempt_files, limits, review_call
 from swarm_evo.step.request import OperationRequest, release_request
 from tasks.artifacts import update_progress

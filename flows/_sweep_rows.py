@@ -2,9 +2,9 @@
 the run's own report, collected in plan order with a progress artifact.
 
 A sweep item is ``(task, policy, seed)``: ``task`` is a competition id, or the ``task`` string
-of a :class:`swarm_evo.sweep_problems.ProblemTask` (``tsp:kroA100``) listed in ``problems``.
-A competition run's row is its ``RUN_DIR/grade_report.json`` (:func:`swarm_evo.sweep.report_row`),
-a problem run's its ``RUN_DIR/problem_report.json`` (:func:`swarm_evo.sweep_problems.problem_row`);
+of a :class:`swarm_evo.sweeps.sweep_problems.ProblemTask` (``tsp:kroA100``) listed in ``problems``.
+A competition run's row is its ``RUN_DIR/grade_report.json`` (:func:`swarm_evo.sweeps.sweep.report_row`),
+a problem run's its ``RUN_DIR/problem_report.json`` (:func:`swarm_evo.sweeps.sweep_problems.problem_row`);
 a run that failed gets a row without a score and ``error = "run failed: ..."``.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from swarm_evo import sweep, sweep_problems
 from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.evaluation import ProblemError, load_problem
+from swarm_evo.sweeps import sweep, sweep_problems
 
 Item = tuple[str, str, int]
 """``(task, policy, seed)``."""

@@ -16,7 +16,7 @@ the private answers; a problem run's ``RUN_DIR/problem_report.json``), else from
 returned summary; a run that fails counts as a run without a submission
 (``flows/_sweep_rows.py``). After each finished run and at the end the sweep (re)writes
 ``OUT/grading_reports.jsonl``, ``OUT/problem_reports.jsonl`` (problems) and
-``OUT/summary.json`` (``swarm_evo.sweep``), and at the end publishes the summary as table
+``OUT/summary.json`` (``swarm_evo.sweeps.sweep``), and at the end publishes the summary as table
 artifacts (key ``benchmark-sweep``: one row per competition × policy, its versions the sweep
 history; key ``benchmark-sweep-problems``: one row per problem task × policy).
 
@@ -41,9 +41,9 @@ from prefect.context import FlowRunContext
 from flows._sweep_rows import Rows, describe, failed_row, has_report, row_from_run
 from flows.run_config import resolve_config
 from flows.two_phase_evo import two_phase_evo
-from swarm_evo import sweep, sweep_problems
 from swarm_evo.competition import load_competition
 from swarm_evo.evaluation import load_problem
+from swarm_evo.sweeps import sweep, sweep_problems
 
 FLOW_NAME = "benchmark-sweep"
 RUN_FLOW_NAME = "two-phase-evo"
@@ -277,7 +277,7 @@ def benchmark_sweep(
     Args:
         competitions: competition ids prepared under ``data_dir`` (MLE-bench layout).
         problems: problem tasks ``NAME`` or ``NAME:INSTANCE`` (``["tsp:kroA100", "circle-packing"]``,
-            see swarm_evo/sweep_problems.py); at least one competition or problem is needed.
+            see swarm_evo/sweeps/sweep_problems.py); at least one competition or problem is needed.
         problem_data_dir: where the problems' data files are looked up (None: the default data
             directories, swarm_evo/evaluation/problem_data.py::data_search_dirs).
         seeds: N (seeds 0..N-1) or a list of seeds; one run per seed.
@@ -298,7 +298,7 @@ def benchmark_sweep(
         run_timeout: seconds to wait for one deployment run before reporting it as failed.
 
     Returns:
-        ``swarm_evo.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
+        ``swarm_evo.sweeps.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
 
     Raises:
         SweepError, ConfigError, CompetitionError, ProblemError: bad parameters (before any run

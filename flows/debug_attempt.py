@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from prefect import flow, runtime
 
-from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.errors import GenerationError
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.step import generation
 from tasks.execute import execute
 from tasks.generate import generate_debug

@@ -6,7 +6,7 @@ from prefect import flow, get_run_logger
 
 from flows._epoch import run_epoch
 from flows.phase2_step import phase2_step
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
 from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
 

@@ -6,7 +6,7 @@ grading, reports) is shared, and so is every step: epochs come from ``run_epoch`
 ``parallel_workers`` steps at once, a budget slot reserved per step, the time limit checked
 before every step), and each step is one ``run_step`` — generate (+ static check and
 self-fix) → execute → inner debug chain → review → append one node. Only the choice of what
-each step does differs (:mod:`swarm_evo.policies`):
+each step does differs (:mod:`swarm_evo.search.policies`):
 
 * ``random``: every step is a ``draft_step`` (the Phase 1 draft prompt), until the budget
   (``max_steps`` nodes) or the time limit runs out.
@@ -29,8 +29,8 @@ from prefect import flow, get_run_logger, task
 from flows._epoch import run_epoch
 from flows._step import run_step
 from flows.draft_step import draft_step
-from swarm_evo.policies import drafts_due
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
+from swarm_evo.search.policies import drafts_due
 from swarm_evo.step import operations
 from swarm_evo.step.request import OperationRequest
 from tasks._policy import TASK_DEFAULTS

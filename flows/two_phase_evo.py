@@ -23,8 +23,8 @@ from flows.policy_search import policy_search
 from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.llm.ledger import cost_text
-from swarm_evo.resume import check_policy, read_run_info, unfinished_phase1_epoch
-from swarm_evo.session import RunStoppedError, close_session, default_run_dir, open_session
+from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
+from swarm_evo.run.session import RunStoppedError, close_session, default_run_dir, open_session
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -104,7 +104,7 @@ def two_phase_evo(
         policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
-        resume: a run directory to continue after a crash or a stop (swarm_evo/resume.py):
+        resume: a run directory to continue after a crash or a stop (swarm_evo/run/resume.py):
             the competition or problem, its instance, configuration, model, seed, policy and LLM block come
             from its journal, so those parameters must be left unset; data_dir (when the data
             moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python,
@@ -112,7 +112,7 @@ def two_phase_evo(
             continue; steps that were in flight are redone.
 
     Returns:
-        The run summary (swarm_evo.report.run_summary) plus ``run_dir``, ``epochs`` and ``policy``.
+        The run summary (swarm_evo.reporting.report.run_summary) plus ``run_dir``, ``epochs`` and ``policy``.
     """
     base = None
     if resume:

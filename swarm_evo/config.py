@@ -3,6 +3,8 @@
 Every key is read somewhere and unknown keys are errors, so a typo in a config file fails
 before any work with the file, the key and the fix. Defaults are the seeds' values
 (seed 000 decisions A–M; SPEC §13).
+
+May import: sandbox (the backends' defaults and limits).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class _Section(BaseModel):
 
 
 SearchPolicy = Literal["two_phase", "greedy", "random"]
-"""The search policies (SPEC §12 ablations; :mod:`swarm_evo.policies`)."""
+"""The search policies (SPEC §12 ablations; :mod:`swarm_evo.search.policies`)."""
 
 
 class SearchConfig(_Section):

@@ -30,7 +30,7 @@ evolve-agents, write-auxiliary-metrics):
    (flows/_step.py, :func:`swarm_evo.step.assembly.failed_generation_node`); a debug attempt's
    generation becomes a failed attempt and the chain goes on (flows/debug_attempt.py); the
    review falls back to the deterministic facts (tasks/review.py); an agent evolution keeps
-   the agent's texts and records the error (swarm_evo/agent_evolution.py).
+   the agent's texts and records the error (swarm_evo/step/evolve_agents.py).
 """
 
 from __future__ import annotations

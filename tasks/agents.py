@@ -5,9 +5,10 @@ from __future__ import annotations
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
-from swarm_evo import agent_evolution
+from swarm_evo.learning.agent_evolution import AGENT_TEXTS_TOOL
 from swarm_evo.llm.review_completion import ReviewReply, complete_review
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
+from swarm_evo.step import evolve_agents as evolution
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 from tasks.artifacts import artifact_key
 
@@ -17,7 +18,7 @@ def ask_agent_texts(run_dir: str, prompt: str, ctx: dict) -> ReviewReply:
     """One forced ``submit_agent_texts`` call for one weak agent (``ctx["call_key"]`` is
     ``evolution<k>:<agent id>``); transient model errors are retried (tasks._policy.LLM_RETRY).
     Returns the :class:`swarm_evo.llm.review_completion.ReviewReply` of :func:`swarm_evo.llm.review_completion.complete_review`."""
-    return complete_review(get_session(run_dir).evolution_endpoint, prompt, agent_evolution.AGENT_TEXTS_TOOL, ctx)
+    return complete_review(get_session(run_dir).evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
 
 
 @task(name="evolve-agents", task_run_name="evolve-agents-epoch{epoch}", **TASK_DEFAULTS)
@@ -29,7 +30,7 @@ def evolve_agents(run_dir: str, epoch: int) -> dict | None:
     call is its own task, :func:`ask_agent_texts`, with the transient retries; a call that
     fails for good leaves that agent's texts as they were (the record says why)."""
     session = get_session(run_dir)
-    record = agent_evolution.evolve_agents(
+    record = evolution.evolve_agents(
         session, epoch, ask=lambda prompt, ctx: ask_agent_texts(run_dir, prompt, ctx)
     )
     if record is None:

@@ -21,10 +21,10 @@ from prefect.artifacts import (
 )
 from pydantic import BaseModel
 
-from swarm_evo import charts, evolution_tree, operation_stats, run_report
-from swarm_evo import report as views
-from swarm_evo.journal import atomic_write_text
-from swarm_evo.session import get_session
+from swarm_evo.population.journal import atomic_write_text
+from swarm_evo.reporting import charts, evolution_tree, operation_stats, run_report
+from swarm_evo.reporting import report as views
+from swarm_evo.run.session import get_session
 from swarm_evo.step import persistence
 from tasks._policy import TASK_DEFAULTS
 

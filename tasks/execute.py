@@ -7,9 +7,9 @@ from contextlib import nullcontext
 from prefect import task
 from prefect.concurrency.sync import concurrency
 
-from swarm_evo.debug_chain import Attempt
-from swarm_evo.node import LLMUsage
-from swarm_evo.session import get_session
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.run.session import get_session
+from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.step import execution
 from tasks._policy import SANDBOX_RETRY_DELAYS, TASK_DEFAULTS, retry_on_sandbox_failure
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import task
 
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
 from swarm_evo.step import generation, operations
 from swarm_evo.step.request import OperationRequest
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS

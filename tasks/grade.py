@@ -6,8 +6,8 @@ from __future__ import annotations
 from prefect import task
 from pydantic import BaseModel
 
-from swarm_evo.node import Node
-from swarm_evo.session import get_session
+from swarm_evo.population.node import Node
+from swarm_evo.run.session import get_session
 from swarm_evo.step import persistence
 from tasks._policy import TASK_DEFAULTS
 

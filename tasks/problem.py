@@ -6,8 +6,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
-from swarm_evo import problem_setup
-from swarm_evo.session import get_session
+from swarm_evo.run.session import get_session
+from swarm_evo.step import problem_setup
 from tasks._policy import (
     LLM_RETRY,
     SANDBOX_RETRY_DELAYS,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from prefect import get_run_logger, task
 
-from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.ledger import call_scope, node_scope, scope_usage
-from swarm_evo.node import LLMUsage
-from swarm_evo.review import ReviewOutcome, decide_review
-from swarm_evo.session import get_session
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.run.session import get_session
+from swarm_evo.search.debug_chain import Attempt
+from swarm_evo.search.review import ReviewOutcome, decide_review
 from swarm_evo.step import review_call
 from tasks._policy import LLM_RETRY, TASK_DEFAULTS
 

@@ -66,7 +66,7 @@ def main() -> int:
     elif kind == "journal":
         import json
 
-        from swarm_evo.journal import Journal
+        from swarm_evo.population.journal import Journal
 
         real_save = Journal.save
 
@@ -85,7 +85,7 @@ def main() -> int:
     elif kind != "none":
         raise SystemExit(f"unknown KIND {kind!r}: model, exec, journal or none")
 
-    from swarm_evo.cli import main as cli_main
+    from swarm_evo.cli.commands import main as cli_main
 
     return cli_main(argv)
 

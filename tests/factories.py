@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from swarm_evo import genes as G
-from swarm_evo.node import Node
+from swarm_evo.population import genes as G
+from swarm_evo.population.node import Node
 
 
 def program(**overrides: str) -> str:

@@ -9,16 +9,16 @@ from collections import Counter
 import pytest
 from factories import make_node
 
-from swarm_evo.agents import TEXT_KINDS, AgentPool, initial_texts
-from swarm_evo.dispatcher import Dispatcher
-from swarm_evo.experience import (
+from swarm_evo.learning.agents import TEXT_KINDS, AgentPool, initial_texts
+from swarm_evo.learning.dispatcher import Dispatcher
+from swarm_evo.learning.experience import (
     ExperiencePool,
     ExperienceRecord,
     plan_summary,
     record_for,
 )
-from swarm_evo.journal import Journal
-from swarm_evo.quality import node_quality
+from swarm_evo.learning.quality import node_quality
+from swarm_evo.population.journal import Journal
 
 
 # ------------------------------------------------------------------ agents

@@ -1,11 +1,14 @@
-"""The house rules of docs/ARCHITECTURE.md that a test can check (issue 16, item 2): no module
-outside the tests over 400 lines, no import circle among first-party modules (imports at any
-level of a file count, so a function-level import that dodges a circle is still one), and no
-Prefect in the domain core ``swarm_evo/``."""
+"""The house rules of docs/ARCHITECTURE.md that a test can check (issue 16, item 2; issue 33): no
+module outside the tests over 400 lines, no import circle among first-party modules (imports at
+any level of a file count, so a function-level import that dodges a circle is still one), no
+Prefect in the domain core ``swarm_evo/``, and the core's layers: ``swarm_evo/__init__.py``
+lists its units (packages, and ``config.py``) lowest first, each unit's docstring says on its
+``May import:`` line which earlier units it may import, and its modules import no others."""
 
 from __future__ import annotations
 
 import ast
+import re
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -98,3 +101,75 @@ def test_the_domain_core_never_imports_prefect():
             if any(n == "prefect" or n.startswith("prefect.") for n in names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, f"swarm_evo/ imports prefect: {offenders}"
+
+
+# ----------------------------------------------------------------------------- the core's layers
+CORE = ROOT / "swarm_evo"
+DATA_PACKAGES = {"problems"}  # folders of data read by path (swarm_evo/problems/__init__.py)
+_UNIT_LINE = re.compile(r"^- (\w+)(?:/|\.py):", re.M)
+_MAY_IMPORT = re.compile(r"^May import: (.+?)(?:\n\n|\Z)", re.M | re.S)
+
+
+def _docstring(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text(), str(path))) or ""
+
+
+def _layers() -> list[str]:
+    """The core's units, lowest layer first, as ``swarm_evo/__init__.py`` lists them."""
+    return _UNIT_LINE.findall(_docstring(CORE / "__init__.py"))
+
+
+def _unit_file(unit: str) -> Path:
+    return CORE / unit / "__init__.py" if (CORE / unit).is_dir() else CORE / f"{unit}.py"
+
+
+def _may_import(unit: str) -> set[str]:
+    """The units named on the ``May import:`` line of ``unit``'s docstring (a line may wrap;
+    "nothing else of swarm_evo" is the empty set; words in parentheses are comments)."""
+    found = _MAY_IMPORT.search(_docstring(_unit_file(unit)))
+    assert found, f"{_unit_file(unit).relative_to(ROOT)}: its docstring has no 'May import:' line"
+    text = re.sub(r"\(.*?\)", "", found.group(1)).replace("\n", " ").strip().rstrip(".")
+    if text.strip().startswith("nothing else"):
+        return set()
+    return {name.strip() for name in text.split(",") if name.strip()}
+
+
+def _unit_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "swarm_evo" and len(parts) > 1 else None
+
+
+def test_every_unit_of_the_core_is_listed_in_its_layer_order():
+    units = {p.name for p in CORE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} - DATA_PACKAGES
+    modules = {p.stem for p in CORE.glob("*.py") if p.name != "__init__.py"}
+    listed = _layers()
+    assert len(listed) == len(set(listed)), f"a unit listed twice: {listed}"
+    assert set(listed) == units | modules, (
+        f"swarm_evo/__init__.py lists {sorted(set(listed))}, the folder holds {sorted(units | modules)}")
+
+
+def test_each_unit_may_import_only_units_below_it():
+    layers = _layers()
+    for i, unit in enumerate(layers):
+        allowed = _may_import(unit)
+        unknown = allowed - set(layers)
+        assert not unknown, f"{unit}: 'May import:' names {sorted(unknown)}, not units of swarm_evo"
+        upward = allowed - set(layers[:i])
+        assert not upward, f"{unit} may import {sorted(upward)}, listed after it in swarm_evo/__init__.py"
+
+
+def test_each_unit_imports_only_what_its_docstring_allows():
+    modules = _modules()
+    layers = set(_layers())
+    offenders = []
+    for name, path in modules.items():
+        unit = _unit_of(name)
+        if unit not in layers:
+            continue
+        allowed = _may_import(unit) | {unit}
+        for target in sorted(_imports(name, path, modules)):
+            other = _unit_of(target)
+            if other is not None and other in layers and other not in allowed:
+                offenders.append(f"{path.relative_to(ROOT)} imports {target} ({unit} may import "
+                                 f"{', '.join(sorted(allowed - {unit})) or 'nothing else'})")
+    assert not offenders, "imports a unit's docstring does not allow:\n" + "\n".join(offenders)

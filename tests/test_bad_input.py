@@ -61,7 +61,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
 def run_cli(cwd: Path, prefect_home: Path, *args: str, in_process: bool = True) -> subprocess.CompletedProcess:
     """The CLI on ``args`` in ``cwd``: ``main()`` in this process, or a subprocess."""
     if in_process:
-        from swarm_evo.cli import main
+        from swarm_evo.cli.commands import main
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from swarm_evo.budget import Budget
+from swarm_evo.run.budget import Budget
 
 
 class FakeClock:
@@ -134,7 +134,7 @@ def test_elapsed_recorder_keeps_run_state_current(tmp_path):
     a last write on stop or when the run is done); resume takes the larger of it and the journal."""
     import json
 
-    from swarm_evo.budget import RUN_STATE_FILE, RUN_STATE_INTERVAL, ElapsedRecorder, recorded_elapsed
+    from swarm_evo.run.budget import RUN_STATE_FILE, RUN_STATE_INTERVAL, ElapsedRecorder, recorded_elapsed
 
     assert RUN_STATE_INTERVAL <= 60
     clock = FakeClock(1000.0)

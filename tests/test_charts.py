@@ -1,4 +1,4 @@
-"""The run pictures (swarm_evo/charts.py, swarm_evo/evolution_tree.py) and how the final report publishes them (issue 6):
+"""The run pictures (swarm_evo/reporting/charts.py, swarm_evo/reporting/evolution_tree.py) and how the final report publishes them (issue 6):
 the best-fitness chart is a real PNG of the stated size, the evolution tree is one
 self-contained HTML file with every node and the merge edges, and ``publish_final_report``
 writes both files and puts the chart and a tree preview inline in the report artifact."""
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from factories import make_node
 
-from swarm_evo import charts, evolution_tree
-from swarm_evo.journal import Journal
-from swarm_evo.report import final_report_markdown, run_summary
+from swarm_evo.population.journal import Journal
+from swarm_evo.reporting import charts, evolution_tree
+from swarm_evo.reporting.report import final_report_markdown, run_summary
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -200,10 +200,10 @@ def test_publish_final_report_writes_and_publishes_pictures(prefect_server, tmp_
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
     from tasks.artifacts import publish_final_report
 
     assert main(["prepare", "sklearn-breast-cancer", "--data-dir", str(tmp_path / "data")]) == 0

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from swarm_evo.cli import main
+from swarm_evo.cli.commands import main
 
 
 def test_prepare_and_grade_sklearn_competition(tmp_path, capsys):

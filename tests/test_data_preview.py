@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from conftest import SHARED_DATA as DATA
 
-import swarm_evo.data_preview_tables as dp_tables
-from swarm_evo.data_preview import preview_data
-from swarm_evo.data_preview_images import TOTENSOR_WARNING
+import swarm_evo.prompting.data_preview_tables as dp_tables
+from swarm_evo.prompting.data_preview import preview_data
+from swarm_evo.prompting.data_preview_images import TOTENSOR_WARNING
 
 
 def write_png(path: Path, arr: np.ndarray) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from swarm_evo.debug_chain import Attempt, run_debug_chain
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.search.debug_chain import Attempt, run_debug_chain
 
 
 def _attempt(n: int, code: str, error: str | None) -> Attempt:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from swarm_evo.cli import main
+from swarm_evo.cli.commands import main
 
 
 def _prepare_diabetes(tmp_path: Path) -> Path:
@@ -74,7 +74,7 @@ def test_shared_gpu_limit_serialises_executions(prefect_server, tmp_path):
 
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
     from tasks.execute import execute
     from tasks.gpu import ensure_gpu_limit
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm_evo.cli import _parser
+from swarm_evo.cli.commands import _parser
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

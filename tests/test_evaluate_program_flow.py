@@ -29,7 +29,7 @@ from flows.evaluation_jobs import (
     evaluation_status,
     wait_for_evaluation,
 )
-from swarm_evo.cli import main as cli_main
+from swarm_evo.cli.commands import main as cli_main
 from swarm_evo.evaluation import read_results
 
 PROBLEMS = Path(__file__).parent / "fixtures" / "problems"

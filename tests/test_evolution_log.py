@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarm_evo import genes as G
-from swarm_evo.evolution_log import (
+from swarm_evo.learning.evolution_log import (
     DIRECTIONS,
     TEXT_ONLY_DIRECTIONS,
     EvolutionLog,
@@ -18,9 +17,10 @@ from swarm_evo.evolution_log import (
     normalise_error,
     unexplored_directions,
 )
-from swarm_evo.journal import Journal
-from swarm_evo.node import Node
-from swarm_evo.prompts import render
+from swarm_evo.population import genes as G
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+from swarm_evo.prompting.prompts import render
 
 CATALOGUE = [text for text, _ in DIRECTIONS if text not in TEXT_ONLY_DIRECTIONS]
 GBM = "gradient boosting (HistGradientBoosting, LightGBM, XGBoost, CatBoost)"

@@ -28,7 +28,7 @@ from swarm_evo.llm import client, replies
 from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
 from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError
 from swarm_evo.llm.offline import failures
-from swarm_evo.review import parse_metric
+from swarm_evo.search.review import parse_metric
 
 TRANSIENT = {
     "timeout": (litellm.Timeout, 408),
@@ -179,7 +179,7 @@ def wine(prefect_server, tmp_path_factory):
     """A run session on sklearn-wine (no Prefect run around it: each test starts real step
     subflows and tasks): litellm num_retries 1, debug chain of 2, two agents."""
     from swarm_evo.competition import prepare_competition
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
 
     tmp = tmp_path_factory.mktemp("failing")
     prepare_competition("sklearn-wine", None, tmp / "data")
@@ -329,7 +329,7 @@ def test_review_without_usable_model_falls_back_to_the_metric_line(wine, script,
     assert node.metric_value is not None and node.metric_value == parse_metric(node.term_out)
     reasons = node.metadata["review"]["reasons"]
     assert any(r.startswith("review call:") for r in reasons), reasons
-    from swarm_evo.approach_tag import derive_approach_tag
+    from swarm_evo.search.approach_tag import derive_approach_tag
 
     assert node.approach_tag == derive_approach_tag(node.code) != "unknown", "issue 13: the tag comes from the code"
 
@@ -353,7 +353,7 @@ def test_debug_attempt_without_program_fails_and_the_chain_goes_on(wine, script,
                          ids=["429-for-good", "invalid-json", "timeout-then-ok"])
 def test_agent_evolution_survives_a_failing_model(wine, script, fast_retries, kinds, rewritten):
     import tasks.agents
-    from swarm_evo.agent_evolution import load_evolutions
+    from swarm_evo.learning.agent_evolution import load_evolutions
 
     if len(wine.experience) < 2:
         _step(wine, script, {})
@@ -379,8 +379,8 @@ def test_agent_evolution_survives_a_failing_model(wine, script, fast_retries, ki
 
 
 def test_auxiliary_metrics_writer_survives_a_failing_model(prefect_server, tmp_path, script):
-    from swarm_evo import problem_setup
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
+    from swarm_evo.step import problem_setup
 
     config = RunConfig().with_overrides({"model.num_retries": NUM_RETRIES, "search.max_steps": 1})
     session = open_session(problem=str(Path(__file__).parent / "fixtures" / "problems" / "sum-squares"),

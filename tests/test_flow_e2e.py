@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from swarm_evo.genes import LOCI
+from swarm_evo.population.genes import LOCI
 
 
 async def _flow_runs():

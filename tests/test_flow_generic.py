@@ -172,7 +172,7 @@ def test_competition_files_read_in_place_from_an_mlebench_checkout(prefect_serve
 
 
 def test_a_wrong_mlebench_checkout_is_bad_input(tmp_path, capsys):
-    from swarm_evo.cli import main as cli_main
+    from swarm_evo.cli.commands import main as cli_main
 
     for command in (["run", "--competition-id", "wine-mle", "--data-dir", str(tmp_path)],
                     ["grade", "--competition-id", "wine-mle", "--data-dir", str(tmp_path), str(tmp_path / "s.csv")]):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from swarm_evo import genes as G
+from swarm_evo.population import genes as G
 
 STUB = "# Not applicable — handled by the model.\n"
 

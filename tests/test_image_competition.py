@@ -23,11 +23,11 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import train_test_split
 
-from swarm_evo.cli import main
+from swarm_evo.cli.commands import main
 from swarm_evo.competition import CompetitionError, grade_submission, load_competition, prepare_competition
 from swarm_evo.competition.prepare import image_pixels
-from swarm_evo.data_preview import preview_data
-from swarm_evo.data_preview_images import TOTENSOR_WARNING
+from swarm_evo.prompting.data_preview import preview_data
+from swarm_evo.prompting.data_preview_images import TOTENSOR_WARNING
 from swarm_evo.llm.offline import data_gene, programs
 from swarm_evo.llm.offline.dataset import infer_dataset
 

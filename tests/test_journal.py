@@ -8,8 +8,8 @@ import threading
 import pytest
 from factories import make_node, program
 
-from swarm_evo import journal as J
-from swarm_evo.journal import Journal, JournalError
+from swarm_evo.population import journal as J
+from swarm_evo.population.journal import Journal, JournalError
 
 STUB = "# Not applicable — handled by the model.\n"
 

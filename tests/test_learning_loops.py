@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from swarm_evo.agents import TEXT_KINDS, initial_texts
+from swarm_evo.learning.agents import TEXT_KINDS, initial_texts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_every_node_has_an_agent_and_feeds_dispatcher_and_experience(wine_run):
 
 
 def test_agent_evolution_counts_global_epochs_across_both_phases(wine_run):
-    from swarm_evo.agent_evolution import load_evolutions
+    from swarm_evo.learning.agent_evolution import load_evolutions
 
     run_dir, _, _ = wine_run
     nodes = _nodes(run_dir)

@@ -11,7 +11,7 @@ from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
 from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError, ModelAccessError
 from swarm_evo.llm.probe import check_model_access
 from swarm_evo.llm.replies import extract_code
-from swarm_evo.review import REVIEW_TOOL
+from swarm_evo.search.review import REVIEW_TOOL
 
 
 def test_extract_code_skips_other_languages_and_keeps_the_plan():
@@ -112,7 +112,7 @@ def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, k
     more times on its transient exceptions, without waiting; then the real class propagates."""
     import time
 
-    from swarm_evo.review import REVIEW_TOOL
+    from swarm_evo.search.review import REVIEW_TOOL
 
     endpoint = ModelEndpoint(name="offline", num_retries=2)
     calls = _scripted(monkeypatch, [kind, kind, None])

@@ -4,8 +4,8 @@ gradient-boosting libraries."""
 
 from __future__ import annotations
 
-from swarm_evo import genes as G
-from swarm_evo.merge_compat import (
+from swarm_evo.population import genes as G
+from swarm_evo.search.merge_compat import (
     FRAMEWORKS,
     boosting_libraries,
     check_merge_compatibility,

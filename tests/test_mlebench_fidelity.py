@@ -140,7 +140,7 @@ def test_reports_load_with_mlebenchs_from_dict(data_dir, tmp_path, capsys):
     import json
 
     from mlebench_reference import competition_report_from_dict
-    from swarm_evo.cli import main as cli_main
+    from swarm_evo.cli.commands import main as cli_main
     from swarm_evo.competition import CompetitionReport
 
     competition = load_competition("spaceship-titanic", data_dir)

@@ -9,13 +9,13 @@ import re
 import litellm
 import pytest
 
-from swarm_evo import model_context
 from swarm_evo.config import RunConfig
 from swarm_evo.llm import offline
 from swarm_evo.llm.endpoint import endpoint_for
+from swarm_evo.run import model_context
+from swarm_evo.run.session import open_session
 from swarm_evo.sandbox.local import LocalSandbox
 from swarm_evo.sandbox.runtime import describe_runtime
-from swarm_evo.session import open_session
 
 LIBRARIES = {"lightgbm": "LGBM", "xgboost": "XGB", "catboost": "CatBoost"}
 
@@ -133,8 +133,8 @@ def test_planted_library_faults_fail_with_the_library_error_and_debug_repairs_th
         sessions, programs_python, tmp_path):
     import random
 
-    from swarm_evo import genes as G
     from swarm_evo.llm.offline import faults
+    from swarm_evo.population import genes as G
 
     session = sessions["spaceship-titanic"]
     public_dir = session.objective.competition.public_dir

@@ -26,11 +26,11 @@ import pytest  # noqa: E402
 from conftest import SHARED_DATA as RAW  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-from swarm_evo import genes as G  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
 from swarm_evo.llm.offline import alleles, faults, models, programs  # noqa: E402
 from swarm_evo.llm.offline.dataset import infer_dataset  # noqa: E402
 from swarm_evo.llm.offline.preamble import render_preamble  # noqa: E402
+from swarm_evo.population import genes as G  # noqa: E402
 
 SPECS = {
     "spaceship-titanic": ("PassengerId", ["Transported"], "accuracy", "Transported"),

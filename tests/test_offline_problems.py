@@ -25,7 +25,6 @@ import litellm  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from swarm_evo import genes as G  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
 from swarm_evo.llm.offline.program.alleles import (  # noqa: E402
     allele_table,
@@ -37,7 +36,8 @@ from swarm_evo.llm.offline.program.params import find_params, perturb_value  # n
 from swarm_evo.llm.offline.program.repairs import error_line  # noqa: E402
 from swarm_evo.llm.offline.program.tags import approach_tag, tag_signature  # noqa: E402
 from swarm_evo.llm.offline.respond import respond  # noqa: E402
-from swarm_evo.review import REVIEW_TOOL, REVIEW_TOOL_CHOICE  # noqa: E402
+from swarm_evo.population import genes as G  # noqa: E402
+from swarm_evo.search.review import REVIEW_TOOL, REVIEW_TOOL_CHOICE  # noqa: E402
 
 INITIAL = '''"""Six circles in the unit square: maximise the sum of their radii."""
 import math

@@ -1,4 +1,4 @@
-"""Where improvements come from (issue 17 item 2, swarm_evo/operation_stats.py): per operation,
+"""Where improvements come from (issue 17 item 2, swarm_evo/reporting/operation_stats.py): per operation,
 the share of valid children beating their parent (a merge: its best gene source; drafts: none;
 a child of a buggy parent: not compared), the mean direction-aware gain, the new bests, the
 best node's lineage, and how run_report.json, the final report and the CLI show them; one real
@@ -14,8 +14,8 @@ import pytest
 import yaml
 from factories import make_node
 
-from swarm_evo.journal import Journal
-from swarm_evo.operation_stats import (
+from swarm_evo.population.journal import Journal
+from swarm_evo.reporting.operation_stats import (
     IMPROVEMENT_KEYS,
     best_lineage,
     improvement_line,
@@ -27,8 +27,8 @@ from swarm_evo.operation_stats import (
     node_gain,
     reference_parent,
 )
-from swarm_evo.report import final_report_markdown, run_summary
-from swarm_evo.run_report import build_run_report
+from swarm_evo.reporting.report import final_report_markdown, run_summary
+from swarm_evo.reporting.run_report import build_run_report
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SEVEN = ("DATA", "MODEL", "LOSS", "OPTIMIZER", "REGULARIZATION", "INITIALIZATION", "TRAINING_TRICKS")
@@ -204,7 +204,7 @@ def test_kroA100_run_report_matches_its_journal(prefect_server, tmp_path, capsys
     """``swarm-evo run --problem tsp --instance kroA100 --max-steps 12`` (offline model, Phase 2
     from 4 valid nodes so merges and mutates both happen): run_report.json's per-operation
     numbers equal the ones recomputed from journal.json; report.md and the CLI show them."""
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
     from swarm_evo.evaluation import load_problem
 
     config = tmp_path / "config.yaml"

@@ -13,10 +13,10 @@ import math
 
 import pytest
 
-from swarm_evo import genes as G
-from swarm_evo.journal import Journal
-from swarm_evo.node import Node
-from swarm_evo.pheromone import (
+from swarm_evo.population import genes as G
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+from swarm_evo.search.pheromone import (
     GeneCandidate,
     build_gene_pools,
     node_pheromone,

@@ -12,8 +12,8 @@ import yaml
 from factories import make_node
 
 from swarm_evo.config import ConfigError, RunConfig
-from swarm_evo.journal import Journal
-from swarm_evo.policies import (
+from swarm_evo.population.journal import Journal
+from swarm_evo.search.policies import (
     GREEDY_MAX_DEBUG_DEPTH,
     GREEDY_NUM_DRAFTS,
     Action,
@@ -135,7 +135,7 @@ def test_policy_config_key():
 
 
 def test_cli_rejects_an_unknown_policy(capsys):
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     with pytest.raises(SystemExit) as exc:
         main(["run", "--competition-id", "x", "--data-dir", "d", "--policy", "beam"])
@@ -221,7 +221,7 @@ def test_random_run_only_drafts(policy_runs):
 
 def test_a_run_directory_keeps_its_policy(policy_runs):
     from flows.two_phase_evo import two_phase_evo
-    from swarm_evo.session import RunDirectoryError
+    from swarm_evo.run.session import RunDirectoryError
 
     run_dir, _, journal = policy_runs["random"]
     with pytest.raises(RunDirectoryError, match="random run"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from swarm_evo.genes import LOCI, marker
-from swarm_evo.prevalidate import static_check
+from swarm_evo.population.genes import LOCI, marker
+from swarm_evo.search.prevalidate import static_check
 
 
 def program(loci=LOCI, body_extra: str = "", write: bool = True, metric: bool = True) -> str:

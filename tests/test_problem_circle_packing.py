@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from swarm_evo.evaluation import evaluate_program, load_problem, read_results
-from swarm_evo.genes import parse_genes, replace_gene
+from swarm_evo.population.genes import parse_genes, replace_gene
 from swarm_evo.sandbox import LocalSandbox
 
 KNOWN_BEST = 2.635983

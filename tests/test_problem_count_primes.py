@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from swarm_evo.evaluation import evaluate_program, load_problem, read_results
-from swarm_evo.genes import parse_genes, replace_gene
+from swarm_evo.population.genes import parse_genes, replace_gene
 from swarm_evo.sandbox import LocalSandbox
 
 MISMATCH = re.compile(r"count_primes\((\d+)\) returned (-?\d+), expected (\d+)")

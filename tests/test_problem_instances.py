@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from swarm_evo.evaluation import ProblemError, evaluate_program, load_problem
-from swarm_evo.genes import replace_gene
+from swarm_evo.population.genes import replace_gene
 from swarm_evo.sandbox import LocalSandbox
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -186,7 +186,7 @@ def test_config_key_problem_instance(tmp_path):
      ["--instance a280 applies to problems", "not to competition sklearn-wine"]),
 ])
 def test_cli_bad_instance_is_exit_2_with_one_line(capsys, tmp_path, argv, words):
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     assert main(["run", *argv, "--data-dir", str(SHARED_DATA), "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
@@ -198,9 +198,9 @@ def test_cli_bad_instance_is_exit_2_with_one_line(capsys, tmp_path, argv, words)
 def test_cli_run_on_kroA100(prefect_server, tmp_path, capsys):
     """``swarm-evo run --problem tsp --instance kroA100`` on 4 offline steps: the journal, the
     report and the prompts are about kroA100; the run directory refuses another instance."""
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
     from swarm_evo.objective import ProblemObjective
-    from swarm_evo.session import RunDirectoryError, check_run_dir
+    from swarm_evo.run.session import RunDirectoryError, check_run_dir
 
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 2,
@@ -235,7 +235,7 @@ def test_cli_eval_run_on_an_instance(prefect_server, tmp_path, capsys):
     """``swarm-evo eval run --problem tsp --instance kroA100``: the Eval Service flow evaluates
     on kroA100 (the tour's numpy length, the optimum's ratio); an unknown instance is exit 2
     with one line naming it, before any flow run."""
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     coords = _coords(SHARED_DATA / "tsp" / "kroA100.tsp")
     program = tmp_path / "identity.py"

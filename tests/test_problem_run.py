@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from swarm_evo.cli import main as cli
-from swarm_evo.genes import parse_genes
+from swarm_evo.cli.commands import main as cli
+from swarm_evo.population.genes import parse_genes
 
 STEPS = 6
 """Budget of the circle-packing search: one Phase 1 epoch of 3 drafts (K = 3), one Phase 2 epoch

@@ -19,10 +19,10 @@ def _progress(key: str) -> float:
 def test_updates_are_throttled_and_the_final_one_always_lands(prefect_server, tmp_path, monkeypatch):
     from prefect import flow
 
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
     from tasks import artifacts
     from factories import make_node
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import pytest
 
 from swarm_evo.config import ConfigError, RunConfig
-from swarm_evo.debug_chain import Attempt
+from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.llm import client
-from swarm_evo.prompts import templates_dir
+from swarm_evo.prompting.prompts import templates_dir
 from swarm_evo.sandbox import ExecutionResult
-from swarm_evo.session import RunSession
+from swarm_evo.run.session import RunSession
 from swarm_evo.step import generation, operations, review_call
-from swarm_evo.text_bounds import prompt_limits
+from swarm_evo.prompting.text_bounds import prompt_limits
 from test_prompts_render import _append, _open, search_prompts
 
 TEMPLATES = sorted(p.name for p in templates_dir().glob("*.j2"))
@@ -91,8 +91,8 @@ def maxed(request, tmp_path_factory):
 
 def _render_all(session, mp: pytest.MonkeyPatch, slot: int) -> dict[str, str]:
     """``{template: prompt}`` through the functions a run renders them with."""
-    from swarm_evo import problem_setup
-    from swarm_evo.agent_evolution import evolve_agents
+    from swarm_evo.step import problem_setup
+    from swarm_evo.step.evolve_agents import evolve_agents
 
     prompts = search_prompts(session, slot)
     code = _program(list(session.loci), BIG)
@@ -147,7 +147,7 @@ def test_every_prompt_fits_the_window_with_every_input_at_its_maximum(maxed, win
 
 
 def test_a_window_too_small_for_the_fixed_text_is_refused_at_start(tmp_path, capsys):
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     config = tmp_path / "config.yaml"
     config.write_text("model:\n  context_window: 1024\n")
@@ -161,7 +161,7 @@ def test_a_window_too_small_for_the_fixed_text_is_refused_at_start(tmp_path, cap
 
 def test_the_default_windows_pass_the_start_check():
     from swarm_evo.objective.load import load_objective
-    from swarm_evo.prompt_budget import check_prompt_window
+    from swarm_evo.run.prompt_budget import check_prompt_window
 
     objective = load_objective(None, "circle-packing", None, None, None)
     for window in (None, 8_192):

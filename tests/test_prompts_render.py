@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from swarm_evo import model_context
-from swarm_evo import genes as G
+from swarm_evo.run import model_context
+from swarm_evo.population import genes as G
 from swarm_evo.config import RunConfig
-from swarm_evo.debug_chain import Attempt
+from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.llm import client
 from swarm_evo.llm.endpoint import endpoint_for
-from swarm_evo.prompts import render, templates_dir
+from swarm_evo.prompting.prompts import render, templates_dir
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.step import generation, operations, review_call
 from swarm_evo.step.request import release_request
-from swarm_evo.text_bounds import PromptLimits, prompt_limits
+from swarm_evo.prompting.text_bounds import PromptLimits, prompt_limits
 from factories import make_node
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -68,7 +68,7 @@ def check_prompt(text: str, loci: list[str] | None = None) -> None:
 # --------------------------------------------------------------------------- sessions
 def _open(tmp: Path, *, competition: bool, **overrides):
     from swarm_evo.competition import prepare_competition
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
 
     config = RunConfig().with_overrides({"search.max_steps": 60, "agents.evolution_min_records": 0,
                                          "agents.evolution_interval": 1, **overrides})
@@ -91,8 +91,8 @@ def _program(loci, stub: str | None = None, alpha: int = 1, beta: int = 2) -> st
 
 def _append(session, **kw):
     """Append a node as a step does (quality, experience record), without publishing files."""
-    from swarm_evo.experience import record_for
-    from swarm_evo.quality import node_quality
+    from swarm_evo.learning.experience import record_for
+    from swarm_evo.learning.quality import node_quality
 
     node = make_node(lower_is_better=session.objective.is_lower_better, **kw)
     node.metadata["quality"] = node_quality(session.journal, node)
@@ -153,7 +153,7 @@ def search_prompts(session, slot0: int) -> dict[str, str]:
 
 def render_all(session, slot0: int = 100) -> dict[str, str]:
     """``{template: rendered prompt}`` for every template, through the step functions."""
-    from swarm_evo.agent_evolution import evolve_agents
+    from swarm_evo.step.evolve_agents import evolve_agents
 
     config = session.config
     prompts = search_prompts(session, slot0)

@@ -1,8 +1,8 @@
 """Property-based tests (hypothesis) of three parsers whose rules are documented:
 
-- genes (SPEC §8, ``swarm_evo/genes.py``): split/render round trip of programs with canonical
+- genes (SPEC §8, ``swarm_evo/population/genes.py``): split/render round trip of programs with canonical
   ``# [SECTION: NAME]`` markers and arbitrary section bodies;
-- the metric line (SPEC §6, ``swarm_evo/review.py``): ``Validation metric: <float>``, the
+- the metric line (SPEC §6, ``swarm_evo/search/review.py``): ``Validation metric: <float>``, the
   last matching line wins, anything else is ignored, non-finite values are flagged;
 - submission validation (``swarm_evo/competition/submission.py``): a submission is valid
   iff it has exactly the sample submission's columns (any order), one row per sample id
@@ -22,10 +22,10 @@ import pandas as pd
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from swarm_evo import genes as G
 from swarm_evo.competition import Competition, validate_submission
-from swarm_evo.review import decide_review, parse_metric
+from swarm_evo.population import genes as G
 from swarm_evo.sandbox.base import ExecutionResult
+from swarm_evo.search.review import decide_review, parse_metric
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FILES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,8 +24,8 @@ from llm_server import API_KEY, SCENARIOS, StandInServer, closed_port, run_swarm
 from llm_server.brain import FAULT_TAG
 from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from llm_server.scenarios import EVERYTHING, Scenario
-from swarm_evo.genes import LOCI
-from swarm_evo.text_bounds import PromptLimits
+from swarm_evo.population.genes import LOCI
+from swarm_evo.prompting.text_bounds import PromptLimits
 
 MODEL = "openai/stand-in"
 FAST = {"steps_per_epoch": 4, "phase1_target_nodes": 4}
@@ -349,7 +349,7 @@ def _rendered_draft_prompt(data_dir: Path) -> str:
 
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
     from swarm_evo.step.operations import prepare_draft
 
     config = RunConfig()
@@ -372,7 +372,7 @@ def test_a_request_the_server_calls_wrong_is_sent_once(stand_in, scenario, error
 
     from swarm_evo.llm.client import call_model
     from swarm_evo.llm.endpoint import ModelEndpoint
-    from swarm_evo.review import REVIEW_TOOL
+    from swarm_evo.search.review import REVIEW_TOOL
 
     stand_in.use(scenario)
     endpoint = ModelEndpoint(name=MODEL, role="review", api_base=stand_in.openai_base, api_key=API_KEY,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from swarm_evo.genes import LOCI, marker
+from swarm_evo.population.genes import LOCI, marker
 from swarm_evo.llm import client, review_completion
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.errors import GenerationError
@@ -21,8 +21,9 @@ from swarm_evo.llm.replies import (
     read_code_reply,
     strip_reasoning,
 )
-from swarm_evo.approach_tag import derive_approach_tag
-from swarm_evo.review import REVIEW_TOOL, _as_bool, _as_float, decide_review, parse_tool_arguments
+from swarm_evo.search.approach_tag import derive_approach_tag
+from swarm_evo.llm.json_reply import parse_tool_arguments
+from swarm_evo.search.review import REVIEW_TOOL, _as_bool, _as_float, decide_review
 from swarm_evo.sandbox.base import ExecutionResult
 
 _REAL_COMPLETION = client.litellm.completion

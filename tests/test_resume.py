@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from swarm_evo.dispatcher import Dispatcher
-from swarm_evo.experience import ExperiencePool, record_for
-from swarm_evo.journal import Journal
-from swarm_evo.node import Node
-from swarm_evo.resume import (
+from swarm_evo.learning.dispatcher import Dispatcher
+from swarm_evo.learning.experience import ExperiencePool, record_for
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+from swarm_evo.run.resume import (
     INTERRUPTED_DIR,
     RunDirectoryError,
     read_run_info,
@@ -98,7 +98,7 @@ def test_read_run_info_names_the_file_and_the_fix(tmp_path):
 
 
 def test_resume_cli_rejects_a_folder_without_journal(tmp_path):
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     assert main(["resume", str(tmp_path / "nothing")]) == 2
     assert not (tmp_path / "nothing").exists()
@@ -243,7 +243,7 @@ def test_time_limit_continues_across_resumes(tmp_path, breast_cancer):
     """The run's age is saved with every node; a continued session's budget starts from it."""
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
 
     config = RunConfig().with_overrides({"search.time_limit": 40.0})
     run_dir = tmp_path / "run"
@@ -269,12 +269,12 @@ _KILLED_MID_STEP = """
 import os, signal, sys, time
 from pathlib import Path
 
-import swarm_evo.budget
-swarm_evo.budget.RUN_STATE_INTERVAL = 0.2  # production: every 30 s
+import swarm_evo.run.budget
+swarm_evo.run.budget.RUN_STATE_INTERVAL = 0.2  # production: every 30 s
 from swarm_evo.config import RunConfig
 from swarm_evo.llm.endpoint import endpoint_for
-from swarm_evo.node import Node
-from swarm_evo.session import open_session
+from swarm_evo.population.node import Node
+from swarm_evo.run.session import open_session
 from swarm_evo.step import persistence
 from swarm_evo.step.request import OperationRequest
 
@@ -296,7 +296,7 @@ def test_time_of_a_step_killed_long_after_the_last_append_is_kept(tmp_path, brea
     not only at appends, so a process killed mid-step does not get its time back on resume."""
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.session import close_session, open_session
+    from swarm_evo.run.session import close_session, open_session
 
     run_dir = tmp_path / "run"
     script = tmp_path / "killed.py"

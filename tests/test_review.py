@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 
-from swarm_evo.review import (
+from swarm_evo.llm.json_reply import parse_tool_arguments
+from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.search.review import (
     REVIEW_TOOL,
     REVIEW_TOOL_CHOICE,
     ReviewOutcome,
     decide_review,
     parse_metric,
-    parse_tool_arguments,
 )
-from swarm_evo.sandbox import ExecutionResult
 
 
 def ok_result(stdout: str = "training...\nValidation metric: 0.8123\n", **kw) -> ExecutionResult:

@@ -13,15 +13,15 @@ import pytest
 from factories import make_node
 
 from swarm_evo.config import RunConfig
-from swarm_evo.journal import Journal
 from swarm_evo.llm.endpoint import endpoint_for
+from swarm_evo.population.journal import Journal
 from swarm_evo.step import assembly, attempt_files, limits, persistence
 from swarm_evo.step.request import OperationRequest
 
 
 def _session(tmp_path, **model):
     from swarm_evo.competition import prepare_competition
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
 
     if not (tmp_path / "data").exists():
         prepare_competition("sklearn-wine", None, tmp_path / "data")
@@ -117,7 +117,7 @@ def _fail(session) -> None:
 def test_a_resumed_run_counts_only_the_model_failures_since_it_resumed(tmp_path):
     """Before the fix (issue 31): the resumed session read the journal's last N nodes, still
     the failures that stopped the run, and stopped again before its first step."""
-    from swarm_evo.session import close_session
+    from swarm_evo.run.session import close_session
 
     session = _session(tmp_path, max_consecutive_failures=2)
     _fail(session)

@@ -17,15 +17,15 @@ import litellm
 import pytest
 from factories import make_node
 
-from swarm_evo.debug_chain import Attempt, debug_flagged, run_debug_chain
-from swarm_evo.journal import Journal
+from swarm_evo.search.debug_chain import Attempt, debug_flagged, run_debug_chain
+from swarm_evo.population.journal import Journal
 from swarm_evo.llm import client
 from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
 from swarm_evo.llm.errors import TRANSIENT_ERRORS, CostLimitReached, DeadlineReached, GenerationError, ModelAccessError
 from swarm_evo.llm.ledger import CallLedger, ledger_for
 from swarm_evo.llm.probe import probe_model
-from swarm_evo.node import LLMUsage
-from swarm_evo.review import decide_review
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.search.review import decide_review
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.step import assembly, limits, persistence
 from swarm_evo.step.generation import same_program
@@ -144,7 +144,7 @@ def test_a_cost_limit_needs_a_price_for_every_model():
 def test_a_run_with_a_cost_limit_and_no_price_is_exit_2(tmp_path, capsys, monkeypatch):
     """Issue 31 item 3, seen: ``max_cost_usd: 0.5`` with an unpriced ``openai/...`` model ran to
     the end with "cost unknown". Now ``swarm-evo run`` ends at start with exit 2 and one line."""
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["prepare", "sklearn-diabetes", "--data-dir", str(tmp_path)]) == 0
@@ -344,7 +344,7 @@ def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path
 def _session(tmp_path, **model):
     from swarm_evo.competition import prepare_competition
     from swarm_evo.config import RunConfig
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
 
     prepare_competition("sklearn-wine", None, tmp_path / "data")
     config = RunConfig().with_overrides({"search.max_steps": 50, **{f"model.{k}": v for k, v in model.items()}})

@@ -1,4 +1,4 @@
-"""Run report (swarm_evo.run_report): operation rates, agents, Phase 2 start, JSON file, rows."""
+"""Run report (swarm_evo.reporting.run_report): operation rates, agents, Phase 2 start, JSON file, rows."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ import json
 import factories
 import pytest
 
-from swarm_evo import genes as G
-from swarm_evo.debug_chain import Attempt, run_debug_chain
-from swarm_evo.journal import Journal
-from swarm_evo.node import Node
-from swarm_evo.run_report import (
+from swarm_evo.population import genes as G
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+from swarm_evo.reporting.run_report import (
     OPERATIONS,
     STAT_KEYS,
     agent_rows,
@@ -22,6 +21,7 @@ from swarm_evo.run_report import (
     write_run_report,
 )
 from swarm_evo.sandbox import ExecutionResult
+from swarm_evo.search.debug_chain import Attempt, run_debug_chain
 
 
 def program() -> str:

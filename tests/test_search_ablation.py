@@ -23,7 +23,7 @@ def ablation():
 
 def _stats(scores, lower, name):
     present = [s for s in scores if s is not None]
-    from swarm_evo.sweep_stats import mean_and_sem
+    from swarm_evo.sweeps.sweep_stats import mean_and_sem
 
     mean, sem = mean_and_sem(present)
     return {"kind": "problem", "runs": len(scores), "scores": scores, "score_mean": mean, "score_sem": sem,

@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 from factories import make_node
 
-from swarm_evo import genes as G
-from swarm_evo.journal import Journal
-from swarm_evo.node import Node
-from swarm_evo.pheromone import GeneCandidate, build_gene_pools
-from swarm_evo.selection import (
+from swarm_evo.population import genes as G
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+from swarm_evo.search.pheromone import GeneCandidate, build_gene_pools
+from swarm_evo.search.selection import (
     GenePlan,
     choose_phase2_operation,
     draft_history,
@@ -336,7 +336,7 @@ def _genome_journal() -> Journal:
 
 
 def test_plan_equal_to_an_existing_genome_is_swapped_away():
-    from swarm_evo.selection import genome_keys
+    from swarm_evo.search.selection import genome_keys
 
     j = _genome_journal()
     genomes = genome_keys(j, LOCI3)
@@ -349,8 +349,8 @@ def test_plan_equal_to_an_existing_genome_is_swapped_away():
 def test_session_novelty_input_holds_every_genome_and_a_hopeless_merge_mutates(tmp_path, monkeypatch, data_dir):
     from swarm_evo.config import RunConfig
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.selection import genome_keys
-    from swarm_evo.session import open_session
+    from swarm_evo.run.session import open_session
+    from swarm_evo.search.selection import genome_keys
     from swarm_evo.step import operations
 
     config = RunConfig().with_overrides({"search.max_steps": 9})

@@ -10,9 +10,9 @@ from prefect import flow
 import flows._step as step_module
 from swarm_evo.config import RunConfig
 from swarm_evo.llm.endpoint import endpoint_for
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.run.session import open_session
 from swarm_evo.sandbox import SandboxError
-from swarm_evo.session import open_session
 from swarm_evo.step import generation
 from swarm_evo.step.request import OperationRequest
 

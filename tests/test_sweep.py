@@ -17,7 +17,7 @@ from scipy import stats
 
 from mlebench_reference import competition_report_from_dict
 
-from swarm_evo import sweep
+from swarm_evo.sweeps import sweep
 from swarm_evo.competition import CompetitionReport
 
 COMPETITIONS = ("sklearn-breast-cancer", "sklearn-diabetes")
@@ -35,10 +35,10 @@ def _row(competition="comp-a", policy="two_phase", seed=0, score=None, **fields)
 
 
 def _sweep_main(argv: list[str]) -> int:
-    """`swarm-evo sweep ...` through swarm_evo.cli.main once `sweep` is wired there, else
+    """`swarm-evo sweep ...` through swarm_evo.cli.commands.main once `sweep` is wired there, else
     through this module's parser with the same sub-command."""
-    from swarm_evo import cli
-    from swarm_evo.sweep_cli import add_sweep_parser, run_sweep
+    from swarm_evo.cli.commands import commands as cli
+    from swarm_evo.cli.sweep_cli import add_sweep_parser, run_sweep
 
     parser = cli._parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from swarm_evo import sweep, sweep_problems, sweep_stats
-from swarm_evo.sweep_problems import ProblemTask, parse_problem_tasks
+from swarm_evo.sweeps import sweep, sweep_problems, sweep_stats
+from swarm_evo.sweeps.sweep_problems import ProblemTask, parse_problem_tasks
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -93,7 +93,7 @@ def test_a_failed_problem_run_counts_without_a_score():
 
 
 # ---------------------------------------------------------------------------------------------
-# Policy comparison (swarm_evo.sweep_stats.compare) on fixed numbers
+# Policy comparison (swarm_evo.sweeps.sweep_stats.compare) on fixed numbers
 
 
 def test_compare_a_clear_win_for_a_lower_is_better_score():
@@ -139,7 +139,7 @@ def test_compare_constant_samples_and_too_few_runs():
 
 
 def _sweep(argv):
-    from swarm_evo.cli import main
+    from swarm_evo.cli.commands import main
 
     return main(["sweep", *argv])
 

@@ -181,9 +181,9 @@ def test_sweep_sends_runs_to_a_work_pool(server, tmp_path):
     from prefect.logging.handlers import APILogWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from swarm_evo import sweep
+    from swarm_evo.cli.sweep_cli import add_sweep_parser, run_sweep
     from swarm_evo.competition import prepare_competition
-    from swarm_evo.sweep_cli import add_sweep_parser, run_sweep
+    from swarm_evo.sweeps import sweep
 
     data = tmp_path / "data"
     prepare_competition("sklearn-diabetes", None, data)

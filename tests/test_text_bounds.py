@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from swarm_evo.competition.description import is_boilerplate_heading, prompt_description
-from swarm_evo.text_bounds import (
+from swarm_evo.prompting.text_bounds import (
     DEFAULT_CONTEXT_WINDOW,
     ITEM_OVERHEAD,
     PROMPT_PARTS,

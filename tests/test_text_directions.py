@@ -8,9 +8,9 @@ import pytest
 
 from swarm_evo.competition.text_columns import free_text_columns, has_free_text
 from swarm_evo.config import RunConfig
-from swarm_evo.evolution_log import TEXT_ONLY_DIRECTIONS
+from swarm_evo.learning.evolution_log import TEXT_ONLY_DIRECTIONS
 from swarm_evo.llm.endpoint import endpoint_for
-from swarm_evo.session import open_session
+from swarm_evo.run.session import open_session
 from swarm_evo.step import operations
 from factories import make_node
 

@@ -5,6 +5,8 @@ Public API (other modules import exactly these names):
 ``Competition``, ``load_competition``, ``BUILTIN_COMPETITIONS``, ``prepare_competition``,
 ``validate_submission``, ``CompetitionReport``, ``grade_submission``.
 No Prefect imports here: flows/tasks wrap these functions.
+
+May import: sandbox (``safe_read``).
 """
 
 from .builtins import BUILTIN_COMPETITIONS, BuiltinSpec

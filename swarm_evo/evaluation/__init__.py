@@ -12,6 +12,8 @@
 * :mod:`~swarm_evo.evaluation.service`: evaluate_program, the pipeline of the Eval Service.
 
 The package never imports Prefect (the ``evaluate-program`` flow wraps it).
+
+May import: sandbox, population.
 """
 
 from swarm_evo.evaluation.auxiliary import AUXILIARY_FILE, run_auxiliary

@@ -13,7 +13,7 @@ can read it:
   (tagged JSON, :mod:`swarm_evo.evaluation.codec`), else ``extra.pkl`` (only for outputs
   neither can hold; written and read by trusted host code only).
 
-JSON files are written atomically (:func:`swarm_evo.journal.atomic_write_text`). Non-finite
+JSON files are written atomically (:func:`swarm_evo.population.journal.atomic_write_text`). Non-finite
 floats inside metric dicts are written as ``NaN``/``Infinity`` (Python's json dialect).
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from swarm_evo.evaluation import codec
-from swarm_evo.journal import atomic_write_text
+from swarm_evo.population.journal import atomic_write_text
 
 Interpretation = Literal["higher_better", "lower_better", "neutral"]
 MetricSource = Literal["primary", "auxiliary_static", "auxiliary_dynamic"]

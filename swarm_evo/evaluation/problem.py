@@ -41,7 +41,7 @@ from swarm_evo.evaluation.problem_data import (  # noqa: F401 (DATA_DIR_ENV, dat
     resolve_instance,
 )
 from swarm_evo.evaluation.problem_spec import ProblemSpec, ScoreSpec, read_spec  # noqa: F401 (ScoreSpec: re-exported)
-from swarm_evo.genes import parse_genes
+from swarm_evo.population.genes import parse_genes
 
 PROBLEM_FILE = "problem.yaml"
 DESCRIPTION_FILE = "description.md"
@@ -222,7 +222,7 @@ def load_problem(name_or_path: str | Path, data_dir: Path | None = None, instanc
 
     Checks: problem.yaml is valid (unknown keys, missing keys and bad values are errors);
     description.md, initial.py and evaluate.py exist; initial.py parses, carries the marker
-    of every locus (:func:`swarm_evo.genes.parse_genes`) and defines the entry function
+    of every locus (:func:`swarm_evo.population.genes.parse_genes`) and defines the entry function
     (:mod:`ast`, nothing is executed); ``alleles/<LOCUS>/`` folders name loci of the problem;
     the data file (if any) exists (:func:`resolve_data_file`), or the instance's file
     (:func:`~swarm_evo.evaluation.problem_data.resolve_instance`), whose title and description

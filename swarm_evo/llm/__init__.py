@@ -1,4 +1,7 @@
-"""LLM access helpers; ``swarm_evo.llm.offline`` is the built-in offline model (SPEC §7)."""
+"""LLM access helpers; ``swarm_evo.llm.offline`` is the built-in offline model (SPEC §7).
+
+May import: config, population, prompting.
+"""
 
 import os
 

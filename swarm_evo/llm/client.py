@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.errors import TRANSIENT_ERRORS, CostLimitReached, DeadlineReached, GenerationError
 from swarm_evo.llm.replies import read_code_reply
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 
 
 litellm.suppress_debug_info = True

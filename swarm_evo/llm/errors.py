@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import litellm
 
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (

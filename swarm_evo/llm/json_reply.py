@@ -150,3 +150,27 @@ def json_instruction(tool: dict) -> str:
         f"`{function.get('name', 'the function')}`; no other text, no code fence needed):\n"
         + "\n".join(lines)
     )
+
+
+def parse_tool_arguments(
+    arguments: str | dict[str, Any] | None, keys: Sequence[str] | None = None
+) -> dict[str, Any] | None:
+    """The arguments of a tool call (``submit_review``, ``submit_agent_texts``) as a dict, or
+    None when garbled.
+
+    Accepts the raw JSON string of ``tool_calls[0].function.arguments`` or an already
+    decoded dict. Models served without a tool parser wrap it (issue 13): a fenced ```json
+    block, text or ``<think>`` reasoning around the object, a trailing comma are tolerated
+    (:func:`json_object_in_text`; with ``keys``, the object holding most
+    of them). A JSON list or scalar is None.
+    """
+    if arguments is None:
+        return None
+    if isinstance(arguments, dict):
+        return arguments
+    text = str(arguments).strip()
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        return json_object_in_text(text, keys)
+    return value if isinstance(value, dict) else None

@@ -34,7 +34,7 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field, computed_field
 
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 
 LEDGER_FILE = "llm_calls.jsonl"
 
@@ -129,7 +129,7 @@ class LLMTotals(BaseModel):
         self.seconds += float(entry.get("seconds") or 0.0)
 
     def usage(self) -> LLMUsage:
-        """The same sums as a node's :class:`~swarm_evo.node.LLMUsage`: ``calls`` counts failed
+        """The same sums as a node's :class:`~swarm_evo.population.node.LLMUsage`: ``calls`` counts failed
         ones too; ``cost`` is None when an answered call was unpriced (unknown, never counted as
         free) or no call was made, 0.0 when every call failed (a failed call has nothing to price)."""
         return LLMUsage(
@@ -251,7 +251,7 @@ class CallLedger:
 
     def usage_of(self, scope: str) -> LLMUsage:
         """Every call recorded under ``scope`` (:func:`call_scope`), failed ones and those of
-        earlier Prefect task attempts included, as a node's :class:`~swarm_evo.node.LLMUsage`
+        earlier Prefect task attempts included, as a node's :class:`~swarm_evo.population.node.LLMUsage`
         (zero when none)."""
         with self._lock:
             totals = self._by_scope.get(scope)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from swarm_evo.llm.client import call_model
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.errors import TRANSIENT_ERRORS, ModelAccessError
-from swarm_evo.node import LLMUsage
+from swarm_evo.population.node import LLMUsage
 
 
 def check_model_access(endpoint: ModelEndpoint) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel
 
-from swarm_evo.genes import split_program
+from swarm_evo.population.genes import split_program
 
 
 PLAN_MAX_CHARS = 4000
@@ -123,7 +123,7 @@ def _dedent(line: str, indent: int) -> str:
 
 
 def count_markers(code: str, loci: Sequence[str] | None = None) -> int:
-    """How many distinct section markers (``# [SECTION: NAME]`` lines, swarm_evo.genes) the
+    """How many distinct section markers (``# [SECTION: NAME]`` lines, swarm_evo.population.genes) the
     code holds: of ``loci`` when given, else of any name."""
     names = set(split_program(code)[1])
     return len(names & set(loci)) if loci is not None else len(names)

@@ -13,9 +13,8 @@ from pydantic import BaseModel, Field
 
 from swarm_evo.llm.client import BAD_REPLY_REASKS, call_model, message_text
 from swarm_evo.llm.endpoint import ModelEndpoint
-from swarm_evo.llm.json_reply import json_instruction, json_object_in_text
-from swarm_evo.node import LLMUsage
-from swarm_evo.review import parse_tool_arguments
+from swarm_evo.llm.json_reply import json_instruction, json_object_in_text, parse_tool_arguments
+from swarm_evo.population.node import LLMUsage
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +108,7 @@ def _rejects_tools(exc: BaseException) -> bool:
 
 def _review_arguments(response, keys: Sequence[str]) -> tuple[dict | None, str | None, str | None]:
     """``(arguments, source, error)`` of a review reply: the first tool call's arguments
-    (JSON, fenced or with text around it: :func:`swarm_evo.review.parse_tool_arguments`), else
+    (JSON, fenced or with text around it: :func:`swarm_evo.llm.json_reply.parse_tool_arguments`), else
     a JSON object in the reply text (:func:`swarm_evo.llm.json_reply.json_object_in_text`, the
     object holding most of ``keys``)."""
     message = response.choices[0].message

@@ -1,6 +1,8 @@
 """The search's objective: a competition or a program-optimisation problem (SPEC §4, §11).
 
 ``Objective`` is the interface; ``CompetitionObjective`` and ``ProblemObjective`` implement it.
+
+May import: sandbox, config, competition, population, evaluation, prompting, search.
 """
 
 from swarm_evo.objective.base import Assessment, Objective

@@ -13,9 +13,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.debug_chain import Attempt
-from swarm_evo.node import Node
+from swarm_evo.population.node import Node
 from swarm_evo.sandbox import ExecutionResult, Sandbox
+from swarm_evo.search.debug_chain import Attempt
 
 
 class Assessment(BaseModel):
@@ -90,7 +90,7 @@ class Objective(Protocol):
 
     def review_facts(self, final: Attempt, workdir: Path) -> tuple[list[str], float | None | object]:
         """``(errors, metric)`` the review decides on besides the execution of ``final``:
-        competitions: the submission check and :data:`swarm_evo.review.PARSE_STDOUT` (the
+        competitions: the submission check and :data:`swarm_evo.search.review.PARSE_STDOUT` (the
         metric line of stdout); problems: the evaluation's error and ``combined_score``."""
         ...
 

@@ -21,17 +21,17 @@ from swarm_evo.competition import (
 from swarm_evo.competition.description import prompt_description
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
 from swarm_evo.competition.text_columns import has_free_text
-from swarm_evo.data_preview import preview_data
-from swarm_evo.debug_chain import Attempt
-from swarm_evo.genes import LOCI, REQUIRED_NON_STUB
-from swarm_evo.journal import atomic_copy, atomic_write_text
-from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
-from swarm_evo.prevalidate import static_check
-from swarm_evo.prompts import templates_dir
-from swarm_evo.review import PARSE_STDOUT, parse_metric
+from swarm_evo.population.genes import LOCI, REQUIRED_NON_STUB
+from swarm_evo.population.journal import atomic_copy, atomic_write_text
+from swarm_evo.population.node import Node
+from swarm_evo.prompting.data_preview import preview_data
+from swarm_evo.prompting.prompts import templates_dir
 from swarm_evo.sandbox import Sandbox
 from swarm_evo.sandbox.workdir import remove_entry
+from swarm_evo.search.debug_chain import Attempt
+from swarm_evo.search.prevalidate import static_check
+from swarm_evo.search.review import PARSE_STDOUT, parse_metric
 
 SUBMISSION = Path("submission") / "submission.csv"
 

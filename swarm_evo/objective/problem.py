@@ -25,14 +25,14 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.debug_chain import Attempt
 from swarm_evo.evaluation import EvaluationResult, Problem, evaluate_program
-from swarm_evo.genes import marker, parse_genes
-from swarm_evo.journal import atomic_copy, atomic_write_text
-from swarm_evo.node import Node
 from swarm_evo.objective.base import Assessment
-from swarm_evo.prompts import templates_dir
+from swarm_evo.population.genes import marker, parse_genes
+from swarm_evo.population.journal import atomic_copy, atomic_write_text
+from swarm_evo.population.node import Node
+from swarm_evo.prompting.prompts import templates_dir
 from swarm_evo.sandbox import ExecutionResult, Sandbox
+from swarm_evo.search.debug_chain import Attempt
 
 RESULTS_DIR = "results"
 INITIAL_DIR = "initial"

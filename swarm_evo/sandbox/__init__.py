@@ -3,6 +3,8 @@
 ``LocalSandbox`` runs programs as local processes, ``DockerSandbox`` in containers with GPU
 passthrough; both implement :class:`Sandbox` and report the same :class:`ExecutionResult`.
 ``describe_runtime`` asks a sandbox what it offers programs (Python, packages, devices).
+
+May import: nothing else of swarm_evo (``config`` only for type checking).
 """
 
 from swarm_evo.sandbox.base import (

@@ -1,6 +1,6 @@
 """Build the sandbox a configuration names (SPEC §10), without the rest of a run session.
 
-Kept apart from :mod:`swarm_evo.session` so that an Eval Service job (flows/evaluate_program)
+Kept apart from :mod:`swarm_evo.run.session` so that an Eval Service job (flows/evaluate_program)
 builds its sandbox without importing the search (litellm, scikit-learn: seconds per job).
 """
 

@@ -3,12 +3,12 @@ its generation failed for good (one node per step, SPEC §6)."""
 
 from __future__ import annotations
 
-from swarm_evo.debug_chain import ChainOutcome, recorded_output
-from swarm_evo.genes import parse_genes
 from swarm_evo.llm.errors import TRANSIENT_ERRORS
-from swarm_evo.node import LLMUsage, Node
-from swarm_evo.review import ReviewOutcome
-from swarm_evo.session import RunSession
+from swarm_evo.population.genes import parse_genes
+from swarm_evo.population.node import LLMUsage, Node
+from swarm_evo.run.session import RunSession
+from swarm_evo.search.debug_chain import ChainOutcome, recorded_output
+from swarm_evo.search.review import ReviewOutcome
 from swarm_evo.step.generation import Generated
 from swarm_evo.step.request import OperationRequest
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from swarm_evo.debug_chain import Attempt
-from swarm_evo.model_context import exec_timeout
-from swarm_evo.node import LLMUsage
-from swarm_evo.session import RunSession
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.run.model_context import exec_timeout
+from swarm_evo.run.session import RunSession
+from swarm_evo.search.debug_chain import Attempt
 
 
 def execute_program(session: RunSession, node_id: str, code: str, attempt: int = 0, plan: str = "",

@@ -15,14 +15,14 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field
 
-from swarm_evo.journal import atomic_write_text
+from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code
 from swarm_evo.llm.errors import CostLimitReached, GenerationError
 from swarm_evo.llm.ledger import call_scope, node_scope, scope_usage
-from swarm_evo.model_context import exec_timeout, memory_limit_text, offline_context, prompt_context
-from swarm_evo.node import LLMUsage
-from swarm_evo.prompts import render
-from swarm_evo.session import RunSession
+from swarm_evo.run.model_context import exec_timeout, memory_limit_text, offline_context, prompt_context
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.prompting.prompts import render
+from swarm_evo.run.session import RunSession
 from swarm_evo.step.request import OperationRequest
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarm_evo.session import RunSession
+from swarm_evo.run.session import RunSession
 
 
 def check_limits(session: RunSession) -> str | None:

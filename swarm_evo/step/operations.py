@@ -8,14 +8,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from swarm_evo.evolution_log import build_evolution_log
-from swarm_evo.genes import parse_genes, split_program
-from swarm_evo.merge_compat import check_merge_compatibility
-from swarm_evo.model_context import offline_context, prompt_context
-from swarm_evo.node import Node
-from swarm_evo.policies import GREEDY_MAX_DEBUG_DEPTH, greedy_action
-from swarm_evo.prompts import render
-from swarm_evo.selection import (
+from swarm_evo.learning.evolution_log import build_evolution_log
+from swarm_evo.population.genes import parse_genes, split_program
+from swarm_evo.population.node import Node
+from swarm_evo.prompting.prompts import render
+from swarm_evo.run.model_context import offline_context, prompt_context
+from swarm_evo.run.session import RunSession
+from swarm_evo.search.merge_compat import check_merge_compatibility
+from swarm_evo.search.policies import GREEDY_MAX_DEBUG_DEPTH, greedy_action
+from swarm_evo.search.selection import (
     choose_phase2_operation,
     draft_history,
     genome_keys,
@@ -24,7 +25,6 @@ from swarm_evo.selection import (
     select_mutation_target,
     tournament_select,
 )
-from swarm_evo.session import RunSession
 from swarm_evo.step.generation import debug_prompt
 from swarm_evo.step.request import OperationRequest
 
@@ -162,7 +162,7 @@ def prepare_debug_node(session: RunSession, slot: int, parent: Node, depth: int 
 
 
 def prepare_greedy(session: RunSession, slot: int) -> OperationRequest:
-    """One step of the greedy search policy (AIDE ``search_policy``, :func:`swarm_evo.policies.greedy_action`):
+    """One step of the greedy search policy (AIDE ``search_policy``, :func:`swarm_evo.search.policies.greedy_action`):
     draft, improve the best valid node, or debug a buggy leaf. The decision and the claim on
     a debugged leaf are taken under the session's lock, so parallel steps never debug the
     same leaf; the claim ends when the node is appended (:func:`~swarm_evo.step.request.release_request`).

@@ -7,13 +7,13 @@ import logging
 
 from pydantic import BaseModel
 
-from swarm_evo.agent_evolution import load_evolutions
-from swarm_evo.experience import record_for
-from swarm_evo.node import Node
-from swarm_evo.quality import node_quality
-from swarm_evo.run_report import build_run_report
-from swarm_evo.run_report import write_run_report as save_run_report
-from swarm_evo.session import RunSession
+from swarm_evo.learning.agent_evolution import load_evolutions
+from swarm_evo.learning.experience import record_for
+from swarm_evo.learning.quality import node_quality
+from swarm_evo.population.node import Node
+from swarm_evo.reporting.run_report import build_run_report
+from swarm_evo.reporting.run_report import write_run_report as save_run_report
+from swarm_evo.run.session import RunSession
 from swarm_evo.step.limits import check_limits
 from swarm_evo.step.request import OperationRequest, release_request
 
@@ -102,9 +102,9 @@ def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
 
 
 def write_run_report(session: RunSession) -> dict:
-    """Build ``RUN_DIR/run_report.json`` and return it: :func:`swarm_evo.run_report.build_run_report`
+    """Build ``RUN_DIR/run_report.json`` and return it: :func:`swarm_evo.reporting.run_report.build_run_report`
     (operations with their improvement numbers, the best lineage, agents, evolutions, Phase 2
-    start; issue 17: :mod:`swarm_evo.operation_stats`) plus ``hand_in`` (``{node_id, step, reason}``),
+    start; issue 17: :mod:`swarm_evo.reporting.operation_stats`) plus ``hand_in`` (``{node_id, step, reason}``),
     ``llm`` (calls, failed_calls, prompt_tokens, completion_tokens, cost_usd, seconds, by_operation,
     by_role: :mod:`swarm_evo.llm.ledger`) and ``stop_reason`` (None unless the run stopped early)."""
     evolutions = [record.summary() for record in load_evolutions(session.run_dir)]

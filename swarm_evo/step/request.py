@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.node import Operation
-from swarm_evo.session import RunSession
+from swarm_evo.population.node import Operation
+from swarm_evo.run.session import RunSession
 
 
 class OperationRequest(BaseModel):

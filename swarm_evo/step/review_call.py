@@ -1,19 +1,19 @@
 """The review of a step's last attempt: the forced ``submit_review`` model call, decided by the
-rules of :mod:`swarm_evo.review` (facts win), and when the reviewer alone calls a program buggy."""
+rules of :mod:`swarm_evo.search.review` (facts win), and when the reviewer alone calls a program buggy."""
 
 from __future__ import annotations
 
 import logging
 
-from swarm_evo.debug_chain import Attempt
 from swarm_evo.llm.review_completion import complete_review
-from swarm_evo.model_context import offline_context, prompt_context
-from swarm_evo.node import LLMUsage
-from swarm_evo.prompts import render
-from swarm_evo.review import REVIEW_TOOL, ReviewOutcome, decide_review
-from swarm_evo.session import RunSession
+from swarm_evo.population.node import LLMUsage
+from swarm_evo.prompting.prompts import render
+from swarm_evo.prompting.text_bounds import prompt_limits
+from swarm_evo.run.model_context import offline_context, prompt_context
+from swarm_evo.run.session import RunSession
+from swarm_evo.search.debug_chain import Attempt
+from swarm_evo.search.review import REVIEW_TOOL, ReviewOutcome, decide_review
 from swarm_evo.step.generation import save_prompt
-from swarm_evo.text_bounds import prompt_limits
 
 log = logging.getLogger(__name__)
 

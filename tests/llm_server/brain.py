@@ -5,7 +5,7 @@ prompt (templates in ``prompt_templates/``): the competition id from its "Compet
 (`id`)" line, the purpose from the template's headings (draft, mutate, merge, debug, fix,
 review, evolve_agent, auxiliary_metrics, the preflight probe), and the code, output, errors
 and plans from its fenced blocks and bullet lists. It builds the structured context the
-offline model needs (``swarm_evo/model_context.py`` ``offline_context``; the competition part from
+offline model needs (``swarm_evo/run/model_context.py`` ``offline_context``; the competition part from
 ``CompetitionObjective.offline_view``) and asks the offline model
 (:func:`swarm_evo.llm.offline.respond.respond`) for a real, runnable program or review.
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swarm_evo.genes import LOCI
-from swarm_evo.review import parse_metric
+from swarm_evo.population.genes import LOCI
+from swarm_evo.search.review import parse_metric
 
 from .scenarios import CHATTY_BYTES, Scenario
 

@@ -151,7 +151,7 @@ def _image_mode_shape(path: str) -> tuple[str, tuple[int, int]]:
         with Image.open(path) as im:
             mode, size = im.mode, im.size
     except Exception:  # noqa: BLE001 - no pillow or an unreadable file: read the header
-        from ...data_preview_images import image_header
+        from swarm_evo.prompting.data_preview_images import image_header
 
         head = image_header(Path(path))
         mode, size = (head[1], head[0]) if head else ("RGB", (0, 0))

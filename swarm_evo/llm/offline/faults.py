@@ -38,7 +38,7 @@ import os
 
 import pandas as pd
 
-from ... import genes as G
+from swarm_evo.population import genes as G
 from . import boosters
 from .dataset import infer_dataset, public_columns, read_csv
 from .preamble import IMPORT_LINES

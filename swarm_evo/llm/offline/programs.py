@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 import re
 
-from ... import genes as G
+from swarm_evo.population import genes as G
+
 from . import alleles, boosters, data_gene, models
 from .dataset import DatasetInfo
 from .preamble import render_preamble

@@ -15,7 +15,8 @@ import difflib
 import random
 import re
 
-from ... import genes as G
+from swarm_evo.population import genes as G
+
 from .dataset import public_columns
 from .preamble import known_imports
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ... import genes as G
+from swarm_evo.population import genes as G
+
 from . import (
     alleles,
     data_gene,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .problem import problem_of
 
 ALLELE_PREFIX = "# allele:"

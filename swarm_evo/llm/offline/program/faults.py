@@ -12,7 +12,8 @@ import keyword
 import random
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .params import find_params, is_float_literal
 from .source import BUILTINS, MODULE_IMPORTS, closest_name, gene_spans, identifiers
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .alleles import (
     allele_description,
     allele_label,

@@ -11,7 +11,8 @@ import math
 import random
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .alleles import allele_table
 from .problem import initial_program
 

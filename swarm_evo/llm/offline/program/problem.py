@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .... import genes as G
+from swarm_evo.population import genes as G
 
 
 def problem_of(ctx: dict) -> dict:

@@ -12,7 +12,8 @@ import ast
 import random
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .alleles import allele_description
 from .params import PARAM, baseline_values, find_params, format_float, is_float_literal
 from .problem import initial_program, problem_loci

@@ -11,7 +11,8 @@ import math
 import random
 import re
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .alleles import allele_description, allele_label, allele_table, current_allele
 from .params import find_params
 from .problem import problem_loci, problem_of

@@ -5,13 +5,14 @@ The allele part (:func:`tag_signature`) is what drafts compare to avoid repeatin
 
 from __future__ import annotations
 
-from .... import genes as G
+from swarm_evo.population import genes as G
+
 from .alleles import allele_description, allele_label
 from .params import baseline_values, find_params
 from .problem import problem_loci
 
 APPROACH_TAG_MAX = 200
-"""Approach tags are clipped to this many characters (swarm_evo.approach_tag.APPROACH_TAG_MAX)."""
+"""Approach tags are clipped to this many characters (swarm_evo.search.approach_tag.APPROACH_TAG_MAX)."""
 
 
 def approach_tag(code: str, ctx: dict) -> str:

@@ -1,0 +1,352 @@
+"""The ``swarm-evo`` command line (issue 2 contract).
+
+    swarm-evo prepare COMPETITION_ID --raw-dir RAW_DIR --data-dir DATA_DIR
+    swarm-evo run (--competition-id ID --data-dir DATA_DIR | --problem NAME [--instance I] [--data-dir DIR])
+                  [--model M] [--max-steps N] [--seed S]
+                  [--run-dir RUN_DIR] [--config FILE] [--parallel-workers W] [--time-limit SEC]
+                  [--executor local|docker] [--image IMAGE] [--gpus none|all|N|ID,ID]
+                  [--llm-block NAME] [--sandbox-block NAME] [--policy two_phase|greedy|random]
+                  [--python PYTHON_OR_VENV]
+    swarm-evo resume RUN_DIR [--max-steps N] [--time-limit SEC] [--parallel-workers W]
+                     [--executor local|docker] [--image IMAGE] [--gpus G] [--llm-block NAME]
+                     [--max-consecutive-failures N]
+    swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
+    swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
+    swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
+    swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild]
+    swarm-evo sweep (--data-dir DATA_DIR --competitions A,B | --problems tsp:kroA100,circle-packing)
+                    --seeds N --policies two_phase,greedy,random --max-steps N --model M --out OUT_DIR
+                    [--deployment NAME]
+
+Exit codes: 0 success, 1 the run failed, 2 bad input (the message names the file, field or
+value and the fix). ``run`` uses Prefect's ephemeral API unless PREFECT_API_URL is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="swarm-evo", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", help="write a competition in MLE-bench's layout")
+    p.add_argument("competition_id")
+    p.add_argument("--raw-dir", type=Path, default=None, help="raw Kaggle files (not needed for sklearn-*)")
+    p.add_argument("--data-dir", type=Path, required=True)
+
+    r = sub.add_parser("run", help="run the two-phase evolutionary search (Prefect flow two-phase-evo)")
+    target = r.add_mutually_exclusive_group(required=True)
+    target.add_argument("--competition-id", help="a Kaggle/MLE-bench competition under --data-dir")
+    target.add_argument("--problem", help="an optimisation problem: circle-packing, tsp, count-primes or a folder")
+    r.add_argument("--instance", default=None,
+                   help="instance of a problem that has several (config problem.instance), e.g. kroA100 for tsp: "
+                   "the file tsp/kroA100.tsp in the data directory (default: the problem's own, berlin52 for tsp)")
+    r.add_argument("--data-dir", type=Path, default=None,
+                   help="MLE-bench data directory (required with --competition-id); a problem's data files")
+    r.add_argument("--model", default=None, help="'offline' (default) or a litellm model name")
+    r.add_argument("--max-steps", type=int, default=None)
+    r.add_argument("--seed", type=int, default=None)
+    r.add_argument("--run-dir", type=Path, default=None)
+    r.add_argument("--config", type=Path, default=None, help="YAML config file")
+    r.add_argument("--parallel-workers", type=int, default=None)
+    r.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole run, counted from the command's start")
+    r.add_argument("--executor", choices=("local", "docker"), default=None,
+                   help="sandbox backend: local processes (default) or Docker containers")
+    r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
+    r.add_argument("--gpus", default=None,
+                   help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
+    r.add_argument("--python", default=None,
+                   help="interpreter or virtual environment that runs programs on the local backend "
+                   "(default: the program environment `swarm-evo env build` made)")
+    r.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
+    r.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+    r.add_argument("--mlebench-repo", type=Path, default=None,
+                   help="an mle-bench checkout: config.yaml, description and leaderboard.csv read in place "
+                   "from its mlebench/competitions/<id>/ (default $MLEBENCH_REPO)")
+    r.add_argument("--policy", choices=("two_phase", "greedy", "random"), default=None,
+                   help="search policy (SPEC §12): two_phase (default), greedy (AIDE) or random (drafts only)")
+
+    c = sub.add_parser("resume", help="continue a run from its run directory after a crash or a stop")
+    c.add_argument("run_dir", type=Path, help="the run directory (holds journal.json)")
+    c.add_argument("--max-steps", type=int, default=None, help="a new budget (nodes in the journal, all told)")
+    c.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole run, time before the crash included")
+    c.add_argument("--parallel-workers", type=int, default=None)
+    c.add_argument("--executor", choices=("local", "docker"), default=None)
+    c.add_argument("--image", default=None)
+    c.add_argument("--gpus", default=None)
+    c.add_argument("--python", default=None, help="interpreter or virtual environment that runs programs")
+    c.add_argument("--llm-block", default=None, help="saved LLMSettings block (default: the run's own)")
+    c.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
+    c.add_argument("--max-consecutive-failures", type=int, default=None,
+                   help="stop again after this many model failures in a row (model.max_consecutive_failures); "
+                   "only failures after the resume count")
+
+    g = sub.add_parser("grade", help="grade a submission against the private answers; prints JSON")
+    g.add_argument("--competition-id", required=True)
+    g.add_argument("--data-dir", type=Path, required=True)
+    g.add_argument("submission", type=Path)
+    g.add_argument("--mlebench-repo", type=Path, default=None,
+                   help="an mle-bench checkout (config.yaml, leaderboard.csv; default $MLEBENCH_REPO)")
+    g.add_argument("--jsonl", action="store_true",
+                   help="print the report as one JSON line (MLE-bench's CompetitionReport.to_dict shape)")
+
+    from swarm_evo.cli.eval_cli import add_eval_parser
+
+    add_eval_parser(sub)
+
+    from swarm_evo.cli.sweep_cli import add_sweep_parser
+
+    add_sweep_parser(sub)
+
+    from swarm_evo.cli.env_cli import add_env_parser
+
+    add_env_parser(sub)
+    return parser
+
+
+def _fail(message: str) -> int:
+    one_line = " ".join(str(message).split())  # bad input is one line, e.g. a multi-line YAML error
+    print(f"swarm-evo: error: {one_line}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _prepare(args) -> int:
+    from swarm_evo.competition import prepare_competition
+
+    competition = prepare_competition(args.competition_id, args.raw_dir, args.data_dir)
+    print(f"prepared {competition.id} in {competition.data_dir}")
+    return 0
+
+
+def _grade(args) -> int:
+    from swarm_evo.competition import grade_submission, load_competition
+
+    competition = load_competition(args.competition_id, args.data_dir, args.mlebench_repo)
+    # the user's own file: a link to it is fine (program files are read without following links)
+    report = grade_submission(Path(args.submission).resolve(), competition)
+    print(report.to_json(indent=None if args.jsonl else 2))
+    return 0
+
+
+def _start_flow() -> None:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    # the core's warnings (a model without tool calls, an agent evolution that failed) reach the
+    # flow run's logs in the UI, not only the terminal
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "swarm_evo")
+
+
+def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
+    """Every check that can fail on bad input, before the flow starts and anything is written:
+    objective (and its instance), the context window against the prompts' fixed text, model
+    access, sandbox (daemon, image, GPU runtime), run directory ownership. Returns the objective."""
+    from swarm_evo.competition import CompetitionError
+    from swarm_evo.objective.load import load_objective
+
+    try:  # first, before litellm and the sandbox are imported: a wrong --data-dir answers in ~1 s
+        objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
+    except CompetitionError as exc:
+        if competition_id and "not found: prepare" in str(exc):
+            raise CompetitionError(
+                f"{exc}: run `swarm-evo prepare {competition_id} --raw-dir RAW_DIR --data-dir {data_dir}`"
+            ) from None
+        raise
+    from swarm_evo.run.prompt_budget import check_prompt_window
+
+    check_prompt_window(config, objective)  # a context window too small for the prompts' fixed text: exit 2
+    from swarm_evo.llm.endpoint import endpoint_for
+    from swarm_evo.run.session import check_run_dir, open_sandbox, probe_endpoints
+
+    for probe in probe_endpoints(endpoint_for(config.model, api_key), config):  # one small call per model
+        if probe.warning:
+            print(f"warning: model '{probe.model}': {probe.warning}", file=sys.stderr)
+    if run_dir is not None:
+        check_run_dir(run_dir, objective, config.search.policy)
+    sandbox, runtime = open_sandbox(config)  # preflight: daemon, image, GPU runtime, program interpreter
+    print(f"sandbox: {config.sandbox.backend} ({runtime.device}); python {runtime.python} ({runtime.executable}); "
+          f"packages: {runtime.package_list}")
+    from swarm_evo.sandbox.confinement import describe_confinement
+
+    print(f"confinement: {describe_confinement(sandbox)}")
+    return objective
+
+
+def _print_summary(summary: dict) -> int:
+    print(f"run directory: {summary['run_dir']}")
+    print(f"nodes: {summary['nodes']} (phase 1: {summary['phase1_nodes']}, phase 2: {summary['phase2_nodes']}), "
+          f"valid: {summary['valid']}, dead: {summary['dead']}")
+    best = summary.get("best_node") or {}
+    print(f"best validation metric: {best.get('metric')}")
+    if summary.get("improvements"):
+        from swarm_evo.reporting.operation_stats import improvement_line
+
+        print(improvement_line(summary["improvements"], summary.get("best_lineage")))
+    if summary.get("problem_report") is not None:
+        report = summary["problem_report"]
+        if report.get("instance"):
+            print(f"instance: {report['instance']}")
+        print(f"{report['score_name']}: {report['raw_score']} (initial program: {report['initial_raw_score']}, "
+              f"best known: {report['known_best']}); combined_score {report['score']} "
+              f"(initial {report['initial_score']})")
+        return 0 if report.get("correct") else 1
+    grade = summary.get("grade_report") or {}
+    hand_in = summary.get("hand_in") or {}
+    if hand_in.get("node_id") and hand_in["node_id"] != best.get("id"):
+        print(f"handed in: node {hand_in['node_id'][:8]} (step {hand_in['step']}): {hand_in['reason']}")
+    llm = summary.get("llm") or {}
+    if llm.get("calls"):
+        from swarm_evo.llm.ledger import cost_text
+
+        cost = cost_text(llm)
+        print(f"model calls: {llm['calls']} ({llm['failed_calls']} failed), "
+              f"{llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, cost {cost}")
+    if summary.get("stop_reason"):
+        print(f"stopped early: {summary['stop_reason']}")
+    print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
+    return 0 if grade.get("valid_submission") else 1
+
+
+def _run(args) -> int:
+    _start_flow()
+    from flows.run_config import resolve_config
+
+    if args.competition_id and args.data_dir is None:
+        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
+    if args.competition_id and args.instance is not None:
+        return _fail(f"--instance {args.instance} applies to problems (e.g. --problem tsp --instance kroA100), "
+                     f"not to competition {args.competition_id}: drop it")
+    overrides = dict(
+        model=args.model, instance=args.instance, max_steps=args.max_steps, seed=args.seed,
+        parallel_workers=args.parallel_workers, time_limit=args.time_limit,
+        executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy, python=args.python,
+        mlebench_repo=str(args.mlebench_repo.expanduser().resolve()) if args.mlebench_repo else None,
+    )
+    # Validate everything before the flow starts, so bad input costs nothing.
+    config, api_key = resolve_config(
+        str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
+        **overrides,
+    )
+    objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
+    from swarm_evo.run.session import default_run_dir
+
+    run_dir = args.run_dir or default_run_dir(Path(getattr(objective, "label", objective.id)).name, config.seed)
+    from flows._ephemeral import start_ephemeral_api
+    from flows.two_phase_evo import two_phase_evo
+
+    start_ephemeral_api()
+    # The time limit counts from the command's start: imports, the preflight calls (a hanging
+    # model costs one timeout there) and the Prefect API's start-up come out of it.
+    startup = time.monotonic() - args.started
+    overrides["time_limit"] = max(1.0, config.search.time_limit - startup)
+    return _flow_outcome(lambda: two_phase_evo(
+        competition_id=args.competition_id,
+        problem=args.problem,
+        data_dir=str(args.data_dir) if args.data_dir else None,
+        run_dir=str(run_dir),
+        config_path=str(args.config) if args.config else None,
+        llm_block=args.llm_block,
+        sandbox_block=args.sandbox_block,
+        **overrides,
+    ))
+
+
+def _flow_outcome(run) -> int:
+    """Run the flow and print its summary; a run stopped by a failing model exits 1 with its
+    message (the fix and the resume command) instead of a traceback."""
+    from swarm_evo.run.session import RunStoppedError
+
+    try:
+        summary = run()
+    except RunStoppedError as exc:
+        print(f"swarm-evo: run stopped: {exc}", file=sys.stderr)
+        return 1
+    return _print_summary(summary)
+
+
+def _resume(args) -> int:
+    from swarm_evo.run.resume import read_run_info
+
+    _start_flow()
+    from flows.run_config import resolve_config
+
+    info = read_run_info(args.run_dir)
+    llm_block = args.llm_block or info.llm_block
+    overrides = dict(
+        max_steps=args.max_steps, parallel_workers=args.parallel_workers, time_limit=args.time_limit,
+        executor=args.executor, image=args.image, gpus=args.gpus, python=args.python,
+        max_consecutive_failures=args.max_consecutive_failures,
+    )
+    config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
+                                     **overrides)
+    _preflight(config, api_key, info.competition_id, info.problem,
+               Path(info.data_dir) if info.data_dir else None, None)
+    print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
+    from flows._ephemeral import start_ephemeral_api
+    from flows.two_phase_evo import two_phase_evo
+
+    start_ephemeral_api()
+    return _flow_outcome(lambda: two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block,
+                                               sandbox_block=args.sandbox_block, **overrides))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``swarm-evo`` console script; returns the exit code."""
+    started = time.monotonic()
+    args = _parser().parse_args(argv)
+    args.started = started
+    if args.command == "eval":  # before the imports below (litellm, sklearn: seconds): submit stays fast
+        from swarm_evo.cli.eval_cli import run_eval
+
+        return run_eval(args)
+    if args.command == "env":
+        from swarm_evo.cli.env_cli import run_env
+
+        return run_env(args)
+    if args.command == "sweep":  # bad input -> exit 2 inside run_sweep
+        from swarm_evo.cli.sweep_cli import run_sweep
+
+        return run_sweep(args)
+    try:
+        handler = {"prepare": _prepare, "run": _run, "resume": _resume, "grade": _grade}[args.command]
+        return handler(args)
+    except Exception as exc:
+        if _is_bad_input(exc):
+            return _fail(str(exc))
+        raise
+
+
+BAD_INPUT: tuple[tuple[str, str], ...] = (
+    ("swarm_evo.competition", "CompetitionError"),
+    ("swarm_evo.config", "ConfigError"),
+    ("swarm_evo.evaluation.problem_data", "ProblemError"),
+    ("swarm_evo.llm.errors", "ModelAccessError"),
+    ("swarm_evo.run.resume", "RunDirectoryError"),
+    ("swarm_evo.sandbox.base", "SandboxUnavailableError"),
+    ("swarm_evo.sandbox.runtime", "RuntimeProbeError"),
+)
+"""(module, class) of the errors that mean bad input (exit 2, one line naming the fix), with
+``FileNotFoundError``."""
+
+
+def _is_bad_input(exc: Exception) -> bool:
+    """Whether ``exc`` is bad input (:data:`BAD_INPUT`). Imports nothing: an error class whose
+    module was never imported cannot have been raised, and importing ``swarm_evo.llm.errors``
+    (litellm, ~3 s) just to answer "no" would undo the fast path of a wrong ``--data-dir``."""
+    if isinstance(exc, FileNotFoundError):
+        return True
+    return any(isinstance(exc, getattr(sys.modules[module], name))
+               for module, name in BAD_INPUT if module in sys.modules)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

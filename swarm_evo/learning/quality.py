@@ -1,0 +1,23 @@
+"""Node quality: the reward the dispatcher and the experience pool learn from (SPEC §9)."""
+
+from __future__ import annotations
+
+from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
+
+
+def node_quality(journal: Journal, node: Node) -> float:
+    """Percentile rank of ``node``'s fitness among the journal's valid nodes, in (0, 1]; 0 when buggy.
+
+    ``quality = #{valid v : v.fitness <= node.fitness} / #valid`` with ``node`` counted among
+    the valid nodes (so the best valid node scores 1.0, the worst of n scores 1/n, a lone valid
+    node 1.0). Fitness is direction-aware (``Node.fitness``). Buggy and dead nodes, and nodes
+    without a metric, score 0.0 (SPEC §9: "percentile rank of its fitness among valid nodes;
+    0 when buggy").
+    """
+    fitness = node.fitness
+    if node.is_buggy or node.dead or fitness is None:
+        return 0.0
+    others = [v.fitness for v in journal.valid_pool() if v.id != node.id and v.fitness is not None]
+    at_or_below = 1 + sum(1 for f in others if f <= fitness)
+    return at_or_below / (len(others) + 1)

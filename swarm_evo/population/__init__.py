@@ -1,0 +1,10 @@
+"""The population (SPEC §5): a node (one candidate program and its outcome), its genes (the 7
+loci of a program, parsed from ``# [SECTION: NAME]`` markers) and the journal (every node of a
+run, the run's source of truth, written atomically).
+
+- :mod:`~swarm_evo.population.node`: ``Node``, ``ExecutionSummary``, ``LLMUsage``;
+- :mod:`~swarm_evo.population.genes`: ``LOCI``, parsing and assembling a program's genes;
+- :mod:`~swarm_evo.population.journal`: ``Journal``, ``atomic_write_text``.
+
+May import: sandbox.
+"""

@@ -1,0 +1,113 @@
+"""Node: one candidate program of a run and its outcome (SPEC §5, seed 000 §9).
+
+A node is created by one *operation* (draft, merge or mutate; ``debug`` only under the
+``greedy`` search policy, SPEC §12: AIDE's debug node, a new program fixing a buggy leaf),
+executed in the sandbox, possibly repaired by a chain of debug attempts, reviewed, and
+appended to the journal.
+The journal assigns ``step`` at append time; nothing else may set it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Operation = Literal["draft", "merge", "mutate", "debug"]
+"""draft, merge, mutate (SPEC §6); ``debug``: a greedy-policy node repairing a buggy leaf
+(:mod:`swarm_evo.search.policies`). Inner debug attempts (the chain) are never nodes."""
+
+
+def utc_now() -> str:
+    """Current UTC time as an ISO-8601 string (seconds precision)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_node_id() -> str:
+    """A fresh node id: 32 lowercase hex characters (uuid4)."""
+    return uuid.uuid4().hex
+
+
+class LLMUsage(BaseModel):
+    """Token counts, cost (USD, None when the model has no price) and wall time (s) of LLM calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    calls: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "LLMUsage") -> "LLMUsage":
+        """Return the sum of two usages. The cost is unknown (None) when either side made calls
+        without a known cost (issue 31: an unpriced call never counts as free), None also when
+        neither side has a cost, else the sum."""
+        def unknown(usage: LLMUsage) -> bool:
+            return usage.cost is None and usage.calls > 0
+
+        cost = None
+        if not (unknown(self) or unknown(other)) and (self.cost is not None or other.cost is not None):
+            cost = (self.cost or 0.0) + (other.cost or 0.0)
+        return LLMUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost=cost,
+            calls=self.calls + other.calls,
+            seconds=self.seconds + other.seconds,
+        )
+
+
+class Node(BaseModel):
+    """One candidate program and its outcome.
+
+    Field names follow the seeds (SPEC §5). ``metric_value`` is the validation metric parsed
+    from the program's stdout, in the competition's own direction (``lower_is_better``);
+    ``fitness`` turns it into a maximised number. ``agent_id`` names the agent whose role and
+    strategy texts wrote the prompt (SPEC §9; None for nodes of runs before agents and for
+    greedy ``debug`` nodes, whose debug.j2 prompt has no agent). ``metadata`` holds ``gene_sources``
+    ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates), ``policy_action`` and
+    ``debug_depth`` (greedy policy, :mod:`swarm_evo.search.policies`),
+    ``debug_history`` ([{attempt, code, exc_type, term_out}]), ``timings`` and review details.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_node_id)
+    step: int | None = None
+    parent_id: str | None = None
+    operation: Operation
+    phase: Literal[1, 2]
+    epoch: int = 0
+    plan: str = ""
+    code: str = ""
+    genes: dict[str, str] = Field(default_factory=dict)
+    exc_type: str | None = None
+    exc_info: str | None = None
+    term_out: str = ""
+    exec_time: float | None = None
+    metric_value: float | None = None
+    lower_is_better: bool = False
+    is_buggy: bool = True
+    dead: bool = False
+    debug_attempts: int = 0
+    approach_tag: str | None = None
+    analysis: str | None = None
+    agent_id: str | None = None
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    created_at: str = Field(default_factory=utc_now)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def fitness(self) -> float | None:
+        """Direction-aware fitness: the metric, negated when lower is better; None if no metric."""
+        if self.metric_value is None:
+            return None
+        return -self.metric_value if self.lower_is_better else self.metric_value
+
+    @property
+    def gene_sources(self) -> dict[str, str]:
+        """{locus: source node id} for merge nodes, else an empty dict."""
+        return dict(self.metadata.get("gene_sources") or {})
