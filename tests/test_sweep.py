@@ -37,7 +37,7 @@ def _row(competition="comp-a", policy="two_phase", seed=0, score=None, **fields)
 def _sweep_main(argv: list[str]) -> int:
     """`swarm-evo sweep ...` through swarm_evo.cli.commands.main once `sweep` is wired there, else
     through this module's parser with the same sub-command."""
-    from swarm_evo.cli.commands import commands as cli
+    from swarm_evo.cli import commands as cli
     from swarm_evo.cli.sweep_cli import add_sweep_parser, run_sweep
 
     parser = cli._parser()
