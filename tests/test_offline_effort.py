@@ -107,7 +107,7 @@ def test_the_share_rule():
 # --------------------------------------------------------------------------- the programs
 def test_a_small_time_share_gives_fewer_folds_trials_rounds_and_a_smaller_timeout(sessions):
     optuna_seen = 0
-    for slot in range(1, 25):
+    for slot in range(1, 13):
         full = _ask(operations.prepare_draft(sessions["default"], slot))
         small = _ask(operations.prepare_draft(sessions["short"], slot))
         assert programs.approach_tag(full).split(" + ")[0] == programs.approach_tag(small).split(" + ")[0]
@@ -122,7 +122,7 @@ def test_a_small_time_share_gives_fewer_folds_trials_rounds_and_a_smaller_timeou
             assert _work(short)["N_FOLDS"] == 4
             assert (_work(short)["OPTUNA_TRIALS"], _work(short)["OPTUNA_TIMEOUT"]) == (4, 8)
         compile(small, "solution.py", "exec")
-    assert optuna_seen >= 2
+    assert optuna_seen >= 1
 
 
 def test_a_large_share_keeps_today_s_program(sessions):
@@ -138,7 +138,7 @@ def test_a_mutation_under_a_small_share_stays_within_the_caps_and_still_changes_
     quick = effort.TIERS[-1]
     small = _guidelines(170, 170, 29)
     changed = 0
-    for k in range(30):
+    for k in range(12):
         parent = programs.render_program_from_spec(*_spec_with_optuna(request, k))
         for locus in ("TRAINING_TRICKS", "OPTIMIZER"):
             ctx = {**request.ctx, "packages": PACKAGES, "purpose": "mutate", "call_key": f"m{k}:{locus}",
@@ -151,7 +151,7 @@ def test_a_mutation_under_a_small_share_stays_within_the_caps_and_still_changes_
             for name, value in _work(after[locus]).items():
                 assert value <= quick.caps()[name], (name, value)
             changed += before[locus] != after[locus]
-    assert changed >= 50
+    assert changed >= 18
 
 
 def _spec_with_optuna(request, k: int):
