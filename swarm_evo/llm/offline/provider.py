@@ -88,7 +88,7 @@ class OfflineLLM(CustomLLM):
                                   "(metadata={'swarm_evo': CTX}); no program was written.")
         else:
             tools = (kwargs.get("optional_params") or {}).get("tools")
-            reply = failures.inject(ctx, model, tools) or respond(ctx)
+            reply = failures.inject(ctx, model, tools) or respond(ctx, prompt_text)
         return build_response(model, reply, prompt_text)
 
     async def acompletion(self, model: str, messages: list, *args, **kwargs) -> litellm.ModelResponse:

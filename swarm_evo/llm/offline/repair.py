@@ -72,15 +72,16 @@ def fix_shape(code: str) -> str | None:
 
 def make_cheaper(code: str) -> str | None:
     """Halve estimators, iterations, TF-IDF size and optuna trials/seconds, use 3 folds: for
-    timeouts and OOM."""
+    timeouts and OOM. The floors (50 estimators, 30 optuna seconds, ...) never raise a value
+    that is already below them (a program sized small by :mod:`.effort` stays small)."""
     rules = {
-        "N_ESTIMATORS": lambda v: max(50, int(v) // 2),
-        "MAX_ITER": lambda v: max(100, int(v) // 2),
-        "TFIDF_MAX_FEATURES": lambda v: max(2000, int(v) // 2),
-        "SVD_COMPONENTS": lambda v: max(16, int(v) // 2),
+        "N_ESTIMATORS": lambda v: min(int(v), max(50, int(v) // 2)),
+        "MAX_ITER": lambda v: min(int(v), max(100, int(v) // 2)),
+        "TFIDF_MAX_FEATURES": lambda v: min(int(v), max(2000, int(v) // 2)),
+        "SVD_COMPONENTS": lambda v: min(int(v), max(16, int(v) // 2)),
         "N_FOLDS": lambda v: min(int(v), 3),
-        "OPTUNA_TRIALS": lambda v: max(3, int(v) // 2),
-        "OPTUNA_TIMEOUT": lambda v: max(30, int(v) // 2),
+        "OPTUNA_TRIALS": lambda v: min(int(v), max(3, int(v) // 2)),
+        "OPTUNA_TIMEOUT": lambda v: min(int(v), max(30, int(v) // 2)),
     }
     new = code
     for name, fn in rules.items():

@@ -20,6 +20,7 @@ from swarm_evo.population import genes as G
 from . import (
     alleles,
     data_gene,
+    effort,
     evolve_agent,
     faults,
     models,
@@ -72,29 +73,48 @@ def _maybe_fault(ctx: dict, rng: random.Random, code: str, loci: list[str]) -> t
     return code, ""
 
 
-def draft(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
-    """A whole new program, preferring a model family absent from the draft history."""
+def draft(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
+    """A whole new program, preferring a model family absent from the draft history, its work
+    sized to ``work`` (:mod:`.effort`)."""
     spec = programs.choose_draft_spec(info, rng, ctx.get("draft_history"), ctx.get("packages"))
+    spec = effort.size_spec(info, spec, work)
     code = programs.render_program_from_spec(info, spec, _title(ctx))
     code, fault = _maybe_fault(ctx, rng, code, ["DATA", "MODEL", "TRAINING_TRICKS"])
     return code_reply(programs.plan_text(info, code, "draft"), code)
 
 
-def mutate(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
-    """Change only the gene at ``target_locus`` of ``parent_code``."""
+MUTATE_TRIES = 5
+"""Draws a mutation may take until its change survives the effort caps (:mod:`.effort`)."""
+
+
+def mutate(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
+    """Change only the gene at ``target_locus`` of ``parent_code``; the new gene's work
+    constants are capped to ``work`` (a change the caps undo, or an optuna study added in a
+    tier without one, is drawn again, up to :data:`MUTATE_TRIES` times)."""
     code = ctx["parent_code"]
     locus = ctx.get("target_locus") or "MODEL"
     preamble, genes = G.split_program(code)
     if locus not in genes:
         return code_reply(f"Mutation: the parent has no {locus} gene; unchanged.", code)
-    new_text, desc = programs.mutate_gene(info, locus, genes[locus], rng, code, ctx.get("packages"))
+    for _ in range(MUTATE_TRIES):
+        new_text, desc = programs.mutate_gene(info, locus, genes[locus], rng, code, ctx.get("packages"))
+        if work.full:
+            break
+        capped = effort.cap_text(new_text, work)
+        if capped != new_text:
+            desc += f" (capped to the {work.name} effort tier)"
+        new_text = capped
+        if capped != genes[locus] and (work.study or "OPTUNA_TRIALS" not in capped
+                                       or "OPTUNA_TRIALS" in genes[locus]):
+            break
     new_code = G.replace_gene(code, locus, new_text)
     new_code, fault = _maybe_fault(ctx, rng, new_code, [locus])
     return code_reply(programs.plan_text(info, new_code, "mutate", f"Changed {locus}: {desc}."), new_code)
 
 
-def merge(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
-    """Primary parent as scaffold, each locus replaced by the gene plan's code."""
+def merge(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
+    """Primary parent as scaffold, each locus replaced by the gene plan's code (genes as they
+    are: ``work`` is not applied, the parents were sized when they were written)."""
     preamble, genes = G.split_program(ctx["primary_parent_code"])
     plan = ctx.get("gene_plan") or {}
     sources = []
@@ -127,7 +147,7 @@ def debug(ctx: dict, info: DatasetInfo | None, rng: random.Random) -> str:
                       f"adjusted the training section.", new)
 
 
-def fix(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
+def fix(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
     """Correct a program that failed static pre-validation (markers, metric line, submission)."""
     code = ctx.get("code") or ""
     try:
@@ -153,7 +173,7 @@ def fix(ctx: dict, info: DatasetInfo, rng: random.Random) -> str:
             return code_reply(programs.plan_text(info, new, "fix", "Added the missing pieces."), new)
         except SyntaxError:
             pass
-    spec = programs.choose_draft_spec(info, rng, None, ctx.get("packages"))
+    spec = effort.size_spec(info, programs.choose_draft_spec(info, rng, None, ctx.get("packages")), work)
     new = programs.render_program_from_spec(info, spec, _title(ctx))
     return code_reply(programs.plan_text(info, new, "fix", "Rewrote the program from scratch."), new)
 
@@ -170,8 +190,11 @@ def respond_problem(ctx: dict, rng: random.Random) -> Reply:
     return Reply(content=code_reply(plan, code))
 
 
-def respond(ctx: dict) -> Reply:
-    """Answer one offline-model call described by ``ctx``."""
+def respond(ctx: dict, prompt: str | None = None) -> Reply:
+    """Answer one offline-model call described by ``ctx``; ``prompt`` is the rendered prompt
+    text the call sends (a real model's only input), from which draft, mutate and fix replies
+    read the time and steps left and size their program's work (:mod:`.effort`). Without it
+    the programs are full size."""
     purpose = ctx.get("purpose")
     rng = rng_for(ctx)
     if purpose == "evolve_agent":
@@ -189,4 +212,4 @@ def respond(ctx: dict) -> Reply:
     handler = {"draft": draft, "mutate": mutate, "merge": merge, "fix": fix}.get(purpose)
     if handler is None:
         raise ValueError(f"offline model: unknown purpose {purpose!r}")
-    return Reply(content=handler(ctx, info, rng))
+    return Reply(content=handler(ctx, info, rng, effort.from_prompt(prompt)))
