@@ -113,7 +113,10 @@ def test_a_small_time_share_gives_fewer_folds_trials_rounds_and_a_smaller_timeou
         assert programs.approach_tag(full).split(" + ")[0] == programs.approach_tag(small).split(" + ")[0]
         big, little = _work(full), _work(small)
         assert big["N_FOLDS"] == 5 and little["N_FOLDS"] == 3
-        assert little.get("N_ESTIMATORS", 250) <= 150 and little.get("MAX_ITER", 1000) <= 300
+        if effort.model_name(small) in effort.FAST_MODELS:  # their rounds are not capped
+            assert little.get("N_ESTIMATORS") == big.get("N_ESTIMATORS")
+        else:
+            assert little.get("N_ESTIMATORS", 250) <= 150 and little.get("MAX_ITER", 1000) <= 300
         if "OPTUNA_TRIALS" in big:
             optuna_seen += 1
             assert (big["OPTUNA_TRIALS"], big["OPTUNA_TIMEOUT"]) == (8, 60)
@@ -148,8 +151,9 @@ def test_a_mutation_under_a_small_share_stays_within_the_caps_and_still_changes_
             assert [lc for lc in G.LOCI if before[lc] != after[lc]] in ([locus], [])
             if "OPTUNA_TRIALS" in after[locus]:
                 assert "OPTUNA_TRIALS" in before[locus]  # no new study in the quick tier
+            caps = effort.caps_for(quick, effort.model_name(child))
             for name, value in _work(after[locus]).items():
-                assert value <= quick.caps()[name], (name, value)
+                assert name not in caps or value <= caps[name], (name, value)
             changed += before[locus] != after[locus]
     assert changed >= 18
 
@@ -168,7 +172,7 @@ def test_size_spec_raises_the_learning_rate_when_it_cuts_rounds(sessions):
     from swarm_evo.llm.offline.dataset import infer_dataset
 
     info = infer_dataset(operations.prepare_draft(sessions["short"], 1).ctx["competition"], PACKAGES)
-    spec = {"family": "lgbm", "feature_set": "engineered", "loss": None, "regularization": {}, "init": None,
+    spec = {"family": "gb", "feature_set": "engineered", "loss": None, "regularization": {}, "init": None,
             "optimizer": {"LEARNING_RATE": 0.06, "N_ESTIMATORS": 300, "MAX_ITER": 1000}, "tricks": {}}
     sized = effort.size_spec(info, spec, effort.TIERS[-1])
     assert sized["optimizer"] == {"LEARNING_RATE": 0.12, "N_ESTIMATORS": 150, "MAX_ITER": 300}
@@ -176,6 +180,26 @@ def test_size_spec_raises_the_learning_rate_when_it_cuts_rounds(sessions):
     assert effort.size_spec(info, spec, effort.FULL) is spec
     stub = effort.size_spec(info, {**spec, "optimizer": None}, effort.TIERS[-1])
     assert stub["optimizer"]["N_ESTIMATORS"] == 150
+
+
+def test_fast_models_keep_their_rounds_and_slow_ones_are_capped(sessions):
+    """LightGBM, XGBoost, CatBoost and HistGradientBoosting fit 250 rounds in <= 0.8 s: no tier
+    cuts their rounds (the folds still go down); GradientBoosting's are cut (issue 33)."""
+    from swarm_evo.llm.offline.dataset import infer_dataset
+
+    info = infer_dataset(operations.prepare_draft(sessions["short"], 1).ctx["competition"], PACKAGES)
+    optimizer = {"LEARNING_RATE": 0.06, "N_ESTIMATORS": 300, "MAX_ITER": 1000}
+    for family in ("lgbm", "xgb", "cat", "hgb"):
+        spec = {"family": family, "feature_set": "engineered", "loss": None, "regularization": {}, "init": None,
+                "optimizer": dict(optimizer), "tricks": {}}
+        sized = effort.size_spec(info, spec, effort.TIERS[-1])
+        assert sized["optimizer"] == optimizer, family
+        assert sized["tricks"] == {"N_FOLDS": 3}
+    gene = "N_ESTIMATORS = 300\nMAX_ITER = 1000\nN_FOLDS = 5\n"
+    assert effort.cap_text(gene, effort.TIERS[-1], "LightGBM") == "N_ESTIMATORS = 300\nMAX_ITER = 1000\nN_FOLDS = 3\n"
+    assert effort.cap_text(gene, effort.TIERS[-1], "GradientBoosting") == "N_ESTIMATORS = 150\nMAX_ITER = 300\nN_FOLDS = 3\n"
+    assert effort.model_name("MODEL_NAME = 'XGBoost'\nPREPROCESS_KIND = 'tree'") == "XGBoost"
+    assert effort.model_name("no model here") is None
 
 
 def test_a_timeout_repair_never_raises_a_small_program_s_work():

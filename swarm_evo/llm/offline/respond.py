@@ -100,7 +100,7 @@ def mutate(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort
         new_text, desc = programs.mutate_gene(info, locus, genes[locus], rng, code, ctx.get("packages"))
         if work.full:
             break
-        capped = effort.cap_text(new_text, work)
+        capped = effort.cap_text(new_text, work, effort.model_name(new_text if locus == "MODEL" else genes.get("MODEL")))
         if capped != new_text:
             desc += f" (capped to the {work.name} effort tier)"
         new_text = capped
