@@ -42,12 +42,18 @@ def _artifacts(key_prefix: str):
 STEPS = 10
 """Six drafts (one epoch), then one Phase 2 epoch of four steps."""
 
+TIME_LIMIT = 200
+"""Seconds: the prompts tell the model 200 s for 10 steps, a share under 20 s, so it writes quick
+programs (swarm_evo/llm/offline/effort.py: 3-fold CV, no optuna study), as the README's 3-minute
+job does; the run itself takes 20-60 s."""
+
 
 @pytest.fixture(scope="module")
 def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
-    """One offline run on spaceship-titanic: 10 nodes, 2 workers, both phases; programs run in
-    the program environment (`swarm-evo env build`; the default interpreter once built, which
-    tests/test_program_env.py checks — the suite hides it, so the run names it)."""
+    """One offline run on spaceship-titanic: 10 nodes, 2 workers, both phases, a 200 s time limit
+    (:data:`TIME_LIMIT`); programs run in the program environment (`swarm-evo env build`; the
+    default interpreter once built, which tests/test_program_env.py checks — the suite hides it,
+    so the run names it)."""
     from flows.two_phase_evo import two_phase_evo
 
     tmp = tmp_path_factory.mktemp("spaceship")
@@ -56,7 +62,7 @@ def spaceship_run(prefect_server, data_dir, tmp_path_factory, programs_python):
     config.write_text(
         yaml.safe_dump(
             {
-                "search": {"steps_per_epoch": 6, "phase1_target_nodes": 4},
+                "search": {"steps_per_epoch": 6, "phase1_target_nodes": 4, "time_limit": TIME_LIMIT},
                 "model": {"fault_rate": 0.4, "repair_rate": 0.8},
             }
         )

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pickle
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from swarm_evo.evaluation import codec
-from swarm_evo.population.journal import atomic_write_text
+from swarm_evo.population.journal import atomic_write, atomic_write_text
 
 Interpretation = Literal["higher_better", "lower_better", "neutral"]
 MetricSource = Literal["primary", "auxiliary_static", "auxiliary_dynamic"]
@@ -266,30 +264,16 @@ def _npz_compatible(output: Any) -> bool:
     return True
 
 
-def _atomic_write_bytes(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _write_program_output(output: Any, results_dir: Path) -> None:
     if _npz_compatible(output):
         arrays = {k: np.asarray(v) for k, v in output.items()}
-        _atomic_write_bytes(results_dir / EXTRA_NPZ, lambda fh: np.savez(fh, **arrays))
+        atomic_write(results_dir / EXTRA_NPZ, lambda fh: np.savez(fh, **arrays))
         kept = EXTRA_NPZ
     else:
         try:
             text = json.dumps(codec.encode(output, "program_output"))
         except (TypeError, ValueError):
-            _atomic_write_bytes(results_dir / EXTRA_PKL, lambda fh: pickle.dump(output, fh, protocol=4))
+            atomic_write(results_dir / EXTRA_PKL, lambda fh: pickle.dump(output, fh, protocol=4))
             kept = EXTRA_PKL
         else:
             atomic_write_text(results_dir / EXTRA_JSON, text)

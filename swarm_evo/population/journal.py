@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from swarm_evo.population.genes import (
     DEFAULT_STUB_THRESHOLD,
@@ -32,13 +32,16 @@ class JournalError(ValueError):
     """A journal file that cannot be read, or an append that breaks the journal's rules."""
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (atomic on POSIX)."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` through a temporary file in its folder and ``os.replace`` (atomic on
+    POSIX): ``write(fh)`` fills the binary file, which is flushed and fsynced before the
+    rename, so a reader (or a crash) sees the old file or the whole new one, never a part. The
+    folder is created if needed; the temporary file is removed when ``write`` raises."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -46,6 +49,12 @@ def atomic_write_text(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`)."""
+    data = text.encode("utf-8")
+    atomic_write(path, lambda fh: fh.write(data))
 
 
 def atomic_copy(source: Path, target: Path) -> None:
