@@ -237,3 +237,24 @@ def test_run_dir_of_another_search_policy(data, tmp_path, prefect_home):
     line = proc.stderr.strip()
     assert "\n" not in line and "holds a greedy run" in line and "--run-dir" in line, line
     assert (run_dir / "journal.json").read_bytes() == content and snapshot(tmp_path) == before
+
+
+# ----------------------------------------------------------------------------- URLs for paths
+@pytest.mark.parametrize("args, option, url", [
+    (["prepare", "spaceship-titanic", "--data-dir", "s3://bucket/data"], "--data-dir", "s3://bucket/data"),
+    (["run", "--competition-id", COMP, "--data-dir", "gs://bucket/data", "--max-steps", "1"], "--data-dir",
+     "gs://bucket/data"),
+    (["run", "--competition-id", COMP, "--data-dir", "data", "--run-dir", "s3://bucket/runs/a"], "--run-dir",
+     "s3://bucket/runs/a"),
+    (["resume", "sftp://host/runs/a"], "RUN_DIR", "sftp://host/runs/a"),
+    (["grade", "--competition-id", COMP, "--data-dir", "data", "https://host/sub.csv"], "SUBMISSION",
+     "https://host/sub.csv"),
+    (["sweep", "--competitions", COMP, "--data-dir", "data", "--out", "s3://bucket/sweep"], "--out",
+     "s3://bucket/sweep"),
+])
+def test_a_url_where_a_path_goes_is_refused_and_writes_nothing(tmp_path, prefect_home, args, option, url):
+    """``Path("s3://bucket/data")`` is the relative path ``s3:/bucket/data``: a URL must never
+    become a folder named ``s3:`` in the working directory (issue 34's bad input)."""
+    line = assert_bad_input(tmp_path, prefect_home, args, f"{option} {url}: a URL", "local or mounted path")
+    assert not list(tmp_path.glob("*:")), "a folder named after the URL's scheme"
+    assert line.count("\n") == 0

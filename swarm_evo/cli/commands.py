@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from swarm_evo.cli.local_paths import url_argument
+
 EXIT_BAD_INPUT = 2
 
 
@@ -302,7 +304,10 @@ def _resume(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``swarm-evo`` console script; returns the exit code."""
     started = time.monotonic()
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if (message := url_argument(parser, args)) is not None:
+        return _fail(message)
     args.started = started
     if args.command == "eval":  # before the imports below (litellm, sklearn: seconds): submit stays fast
         from swarm_evo.cli.eval_cli import run_eval
