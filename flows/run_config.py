@@ -7,9 +7,11 @@ its input (config, objective, model, sandbox) before it imports the flows.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from swarm_evo.config import RunConfig, load_config
+from swarm_evo.store.location import STORE_ENV
 
 
 def resolve_config(
@@ -31,9 +33,10 @@ def resolve_config(
     python: str | None = None,
     instance: str | None = None,
     max_consecutive_failures: int | None = None,
+    store: str | None = None,
 ) -> tuple[RunConfig, object]:
     """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
-    explicit parameters.
+    explicit parameters; a ``store`` still unset then comes from ``$SWARM_EVO_STORE``.
 
     Returns ``(config, api_key)``; the key comes only from the LLM settings block.
 
@@ -67,6 +70,9 @@ def resolve_config(
         "mlebench_repo": mlebench_repo,
         "problem.instance": instance,
         "model.max_consecutive_failures": max_consecutive_failures,
+        "store": store,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
+    if overrides.get("store") is None and config.store is None and os.environ.get(STORE_ENV):
+        overrides["store"] = os.environ[STORE_ENV]
     return config.with_overrides(overrides), api_key

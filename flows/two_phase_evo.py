@@ -12,6 +12,7 @@ evaluated through the Eval Service core and the report compares the best with th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -23,8 +24,11 @@ from flows.policy_search import policy_search
 from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.llm.ledger import cost_text
+from swarm_evo.population.journal import atomic_write_text
+from swarm_evo.reporting.report import RESULT_FILE
 from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.run.session import RunStoppedError, close_session, default_run_dir, open_session
+from swarm_evo.store import resolve_run
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -51,7 +55,7 @@ def record_policy(journal, policy: str) -> str:
     return policy
 
 
-@flow(name="two-phase-evo", log_prints=True)
+@flow(name="two-phase-evo", log_prints=True, persist_result=True, result_serializer="json")
 def two_phase_evo(
     competition_id: str | None = None,
     data_dir: str | None = None,
@@ -74,6 +78,7 @@ def two_phase_evo(
     mlebench_repo: str | None = None,
     python: str | None = None,
     max_consecutive_failures: int | None = None,
+    store: str | None = None,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -104,7 +109,12 @@ def two_phase_evo(
         policy: search policy (``search.policy``): ``two_phase`` (default), ``greedy`` (AIDE)
             or ``random`` (drafts only), SPEC §12. Recorded as ``journal.info["policy"]``; a
             run directory is continued only with the policy it was started with.
-        resume: a run directory to continue after a crash or a stop (swarm_evo/run/resume.py):
+        store: the run store, a directory or an fsspec URL (``store``; default ``$SWARM_EVO_STORE``):
+            the run directory is mirrored to ``STORE/runs/<run directory's name>/`` as the run goes
+            (swarm_evo/store/mirror.py). StoreError when it cannot be reached or written.
+        resume: a run directory to continue after a crash or a stop (swarm_evo/run/resume.py),
+            or a run in a store, ``STORE/runs/<name>`` (fetched into ``runs/<name>`` here unless
+            that already holds the run, then mirrored back to the same place):
             the competition or problem, its instance, configuration, model, seed, policy and LLM block come
             from its journal, so those parameters must be left unset; data_dir (when the data
             moved), max_steps, time_limit, parallel_workers, executor, image, gpus, python,
@@ -121,15 +131,17 @@ def two_phase_evo(
         given = sorted(k for k, v in fixed.items() if v is not None)
         if given:
             raise ValueError(f"resume takes {', '.join(given)} from {resume}/journal.json: leave them unset")
-        info = read_run_info(Path(resume))
-        competition_id, problem, run_dir = info.competition_id, info.problem, resume
+        resume_dir, resume_store = resolve_run(resume)
+        info = read_run_info(resume_dir)
+        competition_id, problem, run_dir = info.competition_id, info.problem, str(resume_dir)
+        store = store or resume_store
         data_dir = data_dir or info.data_dir  # the data may have moved (another machine or container)
         base, llm_block = info.config, llm_block or info.llm_block
     config, api_key = resolve_config(
         config_path, base=base, model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
-        python=python, instance=instance, max_consecutive_failures=max_consecutive_failures,
+        python=python, instance=instance, max_consecutive_failures=max_consecutive_failures, store=store,
     )
     name = problem if problem is not None else competition_id
     if problem is not None and config.problem.instance:
@@ -210,6 +222,7 @@ def _search(session, config, llm_block: str | None) -> dict:
     summary["run_dir"] = key
     summary["epochs"] = epoch
     summary["policy"] = policy
+    atomic_write_text(session.run_dir / RESULT_FILE, json.dumps(summary, indent=1, default=str))
     logger.info("best metric %s; final score %s", best.metric_value if best else None, getattr(grade, "score", None))
     llm = summary["llm"]
     logger.info("model calls: %s (%s failed), %s prompt + %s completion tokens, cost %s", llm["calls"],

@@ -11,6 +11,7 @@ checks all of it.
 - config.py: the run configuration (``RunConfig``), its YAML file and its errors
 - competition/: MLE-bench competitions: layout, preparation, graders, grading, medals
 - population/: the population: a node, its genes, the journal of every node
+- store/: the run store (an fsspec URL): mirroring a run directory to it, reading runs back
 - evaluation/: the Eval Service: task-agnostic evaluation of a program (problems)
 - prompting/: prompt templates, text bounds and the data preview shown to the model
 - llm/: every model call (litellm), reading replies, the call ledger, the offline model

@@ -221,6 +221,12 @@ class RunConfig(_Section):
         description="An mle-bench checkout: a competition's config.yaml, description and leaderboard.csv "
         "missing under data_dir are read from its mlebench/competitions/<id>/ (default: $MLEBENCH_REPO).",
     )
+    store: str | None = Field(
+        None,
+        description="Run store: a directory or an fsspec URL (s3://bucket/prefix, gs://..., sftp://...) that the "
+        "run directory is mirrored to, as STORE/runs/<run name>/, so any machine can read or resume the run "
+        "(default: $SWARM_EVO_STORE; none: the run directory only).",
+    )
     search: SearchConfig = Field(default_factory=SearchConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)

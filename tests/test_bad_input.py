@@ -240,13 +240,23 @@ def test_run_dir_of_another_search_policy(data, tmp_path, prefect_home):
 
 
 # ----------------------------------------------------------------------------- URLs for paths
+@pytest.mark.parametrize("args, needles", [
+    (["resume", "sftp://host/runs/a"], ("resume sftp://host/runs/a", "paramiko")),  # a store scheme not installed
+    (["resume", "s3x://bucket/runs/a"], ("resume s3x://bucket/runs/a", "unknown scheme 's3x'")),
+    (["resume", "s3://bucket/prefix/a"], ("resume s3://bucket/prefix/a", "STORE/runs/<run name>")),
+])
+def test_resume_of_a_run_url_that_cannot_work_names_it(tmp_path, prefect_home, args, needles):
+    """``swarm-evo resume`` takes a run in a store (``STORE/runs/<name>``, issue 34); a URL whose
+    scheme fsspec cannot open, or that is not a run's place, is bad input that writes nothing."""
+    assert_bad_input(tmp_path, prefect_home, args, *needles)
+
+
 @pytest.mark.parametrize("args, option, url", [
     (["prepare", "spaceship-titanic", "--data-dir", "s3://bucket/data"], "--data-dir", "s3://bucket/data"),
     (["run", "--competition-id", COMP, "--data-dir", "gs://bucket/data", "--max-steps", "1"], "--data-dir",
      "gs://bucket/data"),
     (["run", "--competition-id", COMP, "--data-dir", "data", "--run-dir", "s3://bucket/runs/a"], "--run-dir",
      "s3://bucket/runs/a"),
-    (["resume", "sftp://host/runs/a"], "RUN_DIR", "sftp://host/runs/a"),
     (["grade", "--competition-id", COMP, "--data-dir", "data", "https://host/sub.csv"], "SUBMISSION",
      "https://host/sub.csv"),
     (["sweep", "--competitions", COMP, "--data-dir", "data", "--out", "s3://bucket/sweep"], "--out",

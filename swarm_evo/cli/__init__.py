@@ -7,7 +7,7 @@ The only part of the core that reaches Prefect, and only lazily: its commands im
 inside their functions, so ``swarm-evo --help`` and bad input never load Prefect.
 
 May import: sandbox, config, competition, population, evaluation, prompting, llm, learning,
-search, reporting, objective, run, step, sweeps.
+search, reporting, objective, run, step, sweeps, store.
 """
 
 from swarm_evo.cli.commands import main

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from swarm_evo.cli.local_paths import url_argument
+from swarm_evo.cli.store_option import STORE_HELP, check_store_option, store_source
 
 EXIT_BAD_INPUT = 2
 
@@ -76,9 +77,12 @@ def _parser() -> argparse.ArgumentParser:
                    "from its mlebench/competitions/<id>/ (default $MLEBENCH_REPO)")
     r.add_argument("--policy", choices=("two_phase", "greedy", "random"), default=None,
                    help="search policy (SPEC §12): two_phase (default), greedy (AIDE) or random (drafts only)")
+    r.add_argument("--store", default=None, help=STORE_HELP)
 
     c = sub.add_parser("resume", help="continue a run from its run directory after a crash or a stop")
-    c.add_argument("run_dir", type=Path, help="the run directory (holds journal.json)")
+    c.add_argument("run_dir", help="the run directory (holds journal.json), or a run in a store: STORE/runs/<name>, "
+                   "fetched into runs/<name> here")
+    c.add_argument("--store", default=None, help=STORE_HELP + "; a run resumed from a store goes on mirroring there")
     c.add_argument("--max-steps", type=int, default=None, help="a new budget (nodes in the journal, all told)")
     c.add_argument("--time-limit", type=float, default=None,
                    help="seconds for the whole run, time before the crash included")
@@ -232,12 +236,14 @@ def _run(args) -> int:
         parallel_workers=args.parallel_workers, time_limit=args.time_limit,
         executor=args.executor, image=args.image, gpus=args.gpus, policy=args.policy, python=args.python,
         mlebench_repo=str(args.mlebench_repo.expanduser().resolve()) if args.mlebench_repo else None,
+        store=args.store,
     )
     # Validate everything before the flow starts, so bad input costs nothing.
     config, api_key = resolve_config(
         str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
         **overrides,
     )
+    check_store_option(config, store_source(args))
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
     from swarm_evo.run.session import default_run_dir
 
@@ -277,27 +283,36 @@ def _flow_outcome(run) -> int:
 
 def _resume(args) -> int:
     from swarm_evo.run.resume import read_run_info
+    from swarm_evo.store import StoreError, resolve_run
 
     _start_flow()
     from flows.run_config import resolve_config
 
-    info = read_run_info(args.run_dir)
+    try:
+        run_dir, run_store = resolve_run(args.run_dir)  # a run in a store is fetched into runs/<name>
+    except StoreError as exc:
+        said = str(exc) if str(exc).startswith(args.run_dir) else f"{args.run_dir}: {exc}"
+        raise StoreError(f"resume {said}") from None
+    if run_store is not None:
+        print(f"fetched {args.run_dir} into {run_dir}")
+    info = read_run_info(run_dir)
     llm_block = args.llm_block or info.llm_block
     overrides = dict(
         max_steps=args.max_steps, parallel_workers=args.parallel_workers, time_limit=args.time_limit,
         executor=args.executor, image=args.image, gpus=args.gpus, python=args.python,
-        max_consecutive_failures=args.max_consecutive_failures,
+        max_consecutive_failures=args.max_consecutive_failures, store=args.store or run_store,
     )
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)
+    check_store_option(config, store_source(args))
     _preflight(config, api_key, info.competition_id, info.problem,
                Path(info.data_dir) if info.data_dir else None, None)
-    print(f"resuming {args.run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
+    print(f"resuming {run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
     from flows._ephemeral import start_ephemeral_api
     from flows.two_phase_evo import two_phase_evo
 
     start_ephemeral_api()
-    return _flow_outcome(lambda: two_phase_evo(resume=str(args.run_dir), llm_block=args.llm_block,
+    return _flow_outcome(lambda: two_phase_evo(resume=str(run_dir), llm_block=args.llm_block,
                                                sandbox_block=args.sandbox_block, **overrides))
 
 
@@ -338,6 +353,7 @@ BAD_INPUT: tuple[tuple[str, str], ...] = (
     ("swarm_evo.run.resume", "RunDirectoryError"),
     ("swarm_evo.sandbox.base", "SandboxUnavailableError"),
     ("swarm_evo.sandbox.runtime", "RuntimeProbeError"),
+    ("swarm_evo.store.location", "StoreError"),
 )
 """(module, class) of the errors that mean bad input (exit 2, one line naming the fix), with
 ``FileNotFoundError``."""

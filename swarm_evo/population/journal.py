@@ -108,6 +108,8 @@ class Journal:
         self._nodes: list[Node] = []
         self._by_id: dict[str, Node] = {}
         self._lock = threading.RLock()
+        self.after_save: Callable[[], None] | None = None
+        """Called after every write of the file (the run store's mirror asks for a sync)."""
 
     # ----------------------------------------------------------------- persistence
     @classmethod
@@ -146,6 +148,8 @@ class Journal:
             return
         with self._lock:
             atomic_write_text(self.path, json.dumps(self.to_dict(), indent=1))
+        if self.after_save is not None:
+            self.after_save()
 
     # ----------------------------------------------------------------- mutation
     def append(self, node: Node, *, save: bool = True) -> Node:

@@ -6,5 +6,5 @@ window, and what a model call is given (prompt variables, the offline model's co
 - :mod:`~swarm_evo.run.session`, :mod:`~swarm_evo.run.budget`, :mod:`~swarm_evo.run.resume`,
   :mod:`~swarm_evo.run.prompt_budget`, :mod:`~swarm_evo.run.model_context`.
 
-May import: sandbox, config, population, prompting, llm, learning, search, objective.
+May import: sandbox, config, population, store, prompting, llm, learning, search, objective.
 """

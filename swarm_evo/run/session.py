@@ -49,6 +49,7 @@ from swarm_evo.run.resume import ResumeReport, RunDirectoryError, check_policy, 
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
 from swarm_evo.sandbox.factory import make_sandbox
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
+from swarm_evo.store import RunMirror, checked_store, mirror_run
 
 _SESSIONS: dict[str, RunSession] = {}
 _RUNTIMES: dict[str, RuntimeInfo] = {}
@@ -110,6 +111,7 @@ class RunSession:
     published_best_id: str | None = None  # the node whose files are RUN_DIR's best (step.persistence.publish_best)
     unpublishable: set[str] = field(default_factory=set)  # candidates whose files could not be handed in (warned once)
     elapsed_recorder: ElapsedRecorder | None = None  # keeps RUN_DIR/run_state.json current while the session is open
+    mirror: RunMirror | None = None  # mirrors RUN_DIR to STORE/runs/<name>/ (config ``store``)
 
     @property
     def review_endpoint(self) -> ModelEndpoint:
@@ -259,7 +261,9 @@ def open_session(
         RunDirectoryError: the run directory's journal belongs to another competition or
             problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
+        StoreError: the run store (``config.store``) cannot be reached or written.
     """
+    store = checked_store(config.store)
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     check_prompt_window(config, objective)  # also for runs started from a deployment, not the CLI
     check_model_access(endpoint)
@@ -284,6 +288,9 @@ def open_session(
     sandbox, runtime = open_sandbox(config)
     journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
+    mirror = mirror_run(run_dir, store)
+    if mirror is not None:
+        journal.after_save = mirror.request  # the store is at most the node in flight behind
     journal.save()
     if isinstance(objective, ProblemObjective):
         objective.auxiliary_path = run_dir / "auxiliary_metrics.py"
@@ -325,6 +332,7 @@ def open_session(
         experience=ExperiencePool(run_dir / EXPERIENCE_FILE),
         probe_warnings=[p.warning for p in probes if p.warning],
         opened_at_nodes=len(journal),
+        mirror=mirror,
     )
     if continued:
         session.resume_report = reconcile(
@@ -370,12 +378,15 @@ def get_session(run_dir: str | Path) -> RunSession:
 
 
 def close_session(run_dir: str | Path) -> None:
-    """Forget the session of ``run_dir`` and stop its elapsed-time recorder after a last write of
-    ``RUN_DIR/run_state.json`` (no-op when none is registered)."""
+    """Forget the session of ``run_dir``: stop its elapsed-time recorder after a last write of
+    ``RUN_DIR/run_state.json``, then upload what the store still lacks and stop the mirror
+    (no-op when none is registered)."""
     key = str(Path(run_dir).resolve())
     _stop_recording(Path(key))
     with _REGISTRY_LOCK:
-        _SESSIONS.pop(key, None)
+        session = _SESSIONS.pop(key, None)
+    if session is not None and session.mirror is not None:
+        session.mirror.close()
 
 
 def default_run_dir(competition_id: str, seed: int, root: Path = Path("runs")) -> Path:

@@ -1,0 +1,160 @@
+"""Where the run store is: an fsspec URL, its file system, and the check that it answers.
+
+A store is any place fsspec reaches: a local or NFS path, ``s3://bucket/prefix`` (AWS or any
+S3-compatible service: MinIO, SeaweedFS, GCS's interoperability), ``gs://``, ``sftp://``. Its
+credentials and endpoint are configured the standard way of its fsspec package (for s3fs:
+``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``~/.aws/config``), never
+by options of ours. Layout (issue 34)::
+
+    STORE/runs/<run name>/   a run directory, mirrored (swarm_evo/store/mirror.py)
+    STORE/data/<competition>/prepared/{public,private}/   prepared competitions
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+
+import fsspec
+from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
+
+STORE_ENV = "SWARM_EVO_STORE"
+"""Environment variable that gives the store when ``--store`` / the ``store`` key is not set."""
+
+RUNS_DIR = "runs"
+"""``STORE/runs/<run name>/``: the mirrored run directories."""
+
+CHECK_TIMEOUT = 30.0
+"""Seconds :func:`check_store` waits for the store to answer its write-read-delete probe."""
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+# s3fs builds of some package indexes report __version__ 0.4.2 whatever their release, and fsspec
+# then warns that s3fs is "very old" on every import; the release is the one pip installed.
+warnings.filterwarnings("ignore", message="Your installed version of s3fs is very old")
+
+
+class StoreError(ValueError):
+    """A store URL that cannot be used: an unknown scheme, a missing fsspec package, a store that
+    cannot be reached or written, a run that is not in it. The message is one line naming the
+    URL and the fix."""
+
+
+def is_url(text: str | Path) -> bool:
+    """Whether ``text`` starts with ``scheme://`` (``s3://b/p``, ``file:///p``); a plain path is not."""
+    return bool(_SCHEME.match(str(text)))
+
+
+@dataclass(frozen=True)
+class Store:
+    """An opened store location: ``url`` (as the user gave it, without a trailing ``/``; a local
+    path made absolute), the fsspec file system ``fs`` and the location's path ``root`` in it."""
+
+    url: str
+    fs: AbstractFileSystem
+    root: str
+
+    @property
+    def is_local(self) -> bool:
+        """True for a local (or mounted, e.g. NFS) directory: writes then go through a
+        temporary file and a rename, as S3's whole-object puts are atomic by themselves."""
+        return isinstance(self.fs, LocalFileSystem)
+
+    def path(self, *parts: str) -> str:
+        """The fs path of ``parts`` (``/``-joined relative parts) under this location."""
+        return "/".join([self.root.rstrip("/"), *(p.strip("/") for p in parts if p)])
+
+    def child(self, *parts: str) -> Store:
+        """The location ``URL/parts...`` on the same file system."""
+        rel = "/".join(p.strip("/") for p in parts if p)
+        return Store(url=f"{self.url}/{rel}", fs=self.fs, root=self.path(rel))
+
+    def run(self, name: str) -> Store:
+        """``STORE/runs/<name>``: where the run directory called ``name`` is mirrored."""
+        return self.child(RUNS_DIR, name)
+
+
+def open_store(url: str | Path) -> Store:
+    """Open the store at ``url``: an fsspec URL or a local path (made absolute). Nothing is read
+    or written (:func:`check_store` does that).
+
+    Raises:
+        StoreError: an unknown scheme (names the schemes fsspec knows), or the scheme's fsspec
+            package is not installed (names it: ``pip install s3fs`` for ``s3://``).
+    """
+    text = str(url).strip()
+    if not text:
+        raise StoreError("an empty store URL: give a directory or an fsspec URL such as s3://bucket/prefix")
+    if not is_url(text):
+        text = str(Path(text).expanduser().resolve())
+    text = text.rstrip("/") or "/"
+    try:
+        fs, root = fsspec.core.url_to_fs(text)
+    except ImportError as exc:  # fsspec names the package: "Please install gcsfs to access Google Storage"
+        raise StoreError(f"{text}: {exc} (the store's scheme needs that fsspec package: pip install it)") from None
+    except ValueError as exc:
+        scheme = _SCHEME.match(text).group(1) if _SCHEME.match(text) else text
+        known = ", ".join(sorted(p for p in fsspec.available_protocols() if len(p) > 1)[:30])
+        raise StoreError(f"{text}: unknown scheme '{scheme}' ({exc}); fsspec knows {known}") from None
+    return Store(url=text, fs=fs, root=root)
+
+
+def check_store(store: Store, timeout: float = CHECK_TIMEOUT) -> None:
+    """Write, read back and delete a small probe object under ``store`` within ``timeout`` seconds:
+    a store that cannot be reached or written stops a command at its start, not after hours.
+
+    Raises:
+        StoreError: the probe failed or did not finish in time; the message names the URL, the
+            error and the standard settings to check.
+    """
+    probe = store.path(f".swarm-evo-probe-{uuid.uuid4().hex}")
+    payload = b"swarm-evo store probe\n"
+
+    def round_trip() -> None:
+        store.fs.makedirs(store.root, exist_ok=True)
+        store.fs.pipe_file(probe, payload)
+        try:
+            if store.fs.cat_file(probe) != payload:
+                raise OSError("the probe object read back differs from what was written")
+        finally:
+            store.fs.rm(probe)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-check")
+    try:
+        pool.submit(round_trip).result(timeout=timeout)
+    except FutureTimeout:
+        raise StoreError(f"{store.url}: no answer in {timeout:.0f} s; {_hint(store)}") from None
+    except Exception as exc:
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise StoreError(f"{store.url}: cannot write ({message}); {_hint(store)}") from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _hint(store: Store) -> str:
+    protocol = store.fs.protocol if isinstance(store.fs.protocol, str) else store.fs.protocol[0]
+    if protocol in ("s3", "s3a"):
+        return ("check that the bucket exists and AWS_ENDPOINT_URL (for a service other than AWS), "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are right")
+    if store.is_local:
+        return "check that the directory (or its mount) exists and is writable here"
+    return f"check the {protocol} server and its credentials"
+
+
+def checked_store(url: str | None) -> Store | None:
+    """:func:`open_store` then :func:`check_store`; None when ``url`` is None or empty.
+
+    Raises:
+        StoreError: see both.
+    """
+    if not url:
+        return None
+    store = open_store(url)
+    check_store(store)
+    return store

@@ -1,0 +1,233 @@
+"""The run store (issue 34): a run mirrored to an fsspec URL as it goes, resumed on "another
+machine" from there, a store that goes away and comes back, and bad store URLs.
+
+The S3 store is a real SeaweedFS (tests/object_store.py) reached by s3fs through the standard
+``AWS_*`` variables; the same runs go to a plain directory too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from object_store import SeaweedFS, free_port
+from swarm_evo.store import RunMirror, StoreError, check_store, fetch_run, open_store, split_run_url
+
+BUCKET = "swarm-evo"
+
+
+@pytest.fixture(scope="module")
+def seaweed(tmp_path_factory):
+    """A SeaweedFS for the module; its ``AWS_*`` variables are set for the module's tests (and the
+    ``swarm-evo`` processes they start)."""
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)).start()
+    patch = pytest.MonkeyPatch()
+    for name, value in server.env.items():
+        patch.setenv(name, value)
+    yield server
+    patch.undo()
+    server.stop()
+
+
+def _store_files(url: str) -> dict[str, bytes]:
+    """Every file under ``url`` (relative path -> bytes), read through fsspec."""
+    store = open_store(url)
+    store.fs.invalidate_cache()
+    prefix = store.root.rstrip("/") + "/"
+    return {path[len(prefix):]: store.fs.cat_file(path) for path in store.fs.find(store.root)}
+
+
+def _local_files(run_dir: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes()
+        for p in run_dir.rglob("*")
+        if p.is_file() and not p.is_symlink() and "working" not in p.relative_to(run_dir).parts
+        and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+    }
+
+
+def _fake_run(run_dir: Path, nodes: int) -> None:
+    """A run directory with ``nodes`` nodes' files (new ones written, others left) and a journal
+    naming them."""
+    for i in range(nodes):
+        node = run_dir / "nodes" / f"n{i}"
+        if node.exists():
+            continue
+        (node / "submission").mkdir(parents=True)
+        (node / "solution.py").write_text(f"print({i})\n")
+        (node / "submission" / "submission.csv").write_text("id,y\n1,0\n")
+    (run_dir / "journal.json").write_text(json.dumps({"info": {}, "nodes": [{"id": f"n{i}"} for i in range(nodes)]}))
+
+
+# ------------------------------------------------------------------------------------ the mirror
+def test_mirror_copies_the_run_directory_but_no_scratch_link_or_temporary_file(tmp_path):
+    run_dir = tmp_path / "run"
+    _fake_run(run_dir, 2)
+    node = run_dir / "nodes" / "n0"
+    (node / "working").mkdir()
+    (node / "working" / "model.bin").write_bytes(b"\0" * 10_000)  # the program's scratch
+    (node / "leak.txt").symlink_to("/etc/passwd")  # a program's link to a host file
+    os.mkfifo(node / "pipe")  # never blocks the mirror
+    (run_dir / ".journal.json.abc.tmp").write_text("half")  # an atomic write in flight
+    store = open_store(tmp_path / "store")
+
+    mirror = RunMirror(run_dir, store.run("run"))
+    assert mirror.sync_once() == 5
+    files = _store_files(store.run("run").url)
+    assert files == _local_files(run_dir) and set(files) == {
+        "journal.json", "nodes/n0/solution.py", "nodes/n0/submission/submission.csv",
+        "nodes/n1/solution.py", "nodes/n1/submission/submission.csv",
+    }
+    assert mirror.sync_once() == 0, "nothing changed, nothing uploaded"
+    _fake_run(run_dir, 3)  # a third node and a journal naming it
+    assert mirror.sync_once() == 3  # n2's two files, the journal (n0/n1 unchanged: same size and mtime)
+    assert json.loads(_store_files(store.run("run").url)["journal.json"])["nodes"][-1]["id"] == "n2"
+
+
+def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path):
+    """A sync uploads the journal as it was when the sync began, after the files: a node appended
+    during a sync waits for the next one (the store is at most the node in flight behind)."""
+    run_dir = tmp_path / "run"
+    _fake_run(run_dir, 1)
+    store = open_store(tmp_path / "store")
+    mirror = RunMirror(run_dir, store.run("run"))
+    real_scan = mirror._scan
+
+    def scan_then_append():  # the journal is read first; a node lands while the files are listed
+        _fake_run(run_dir, 2)
+        yield from real_scan()
+
+    mirror._scan = scan_then_append
+    mirror.sync_once()
+    files = _store_files(store.run("run").url)
+    named = [n["id"] for n in json.loads(files["journal.json"])["nodes"]]
+    assert named == ["n0"], "the journal uploaded is the one read before the files"
+    assert all(f"nodes/{i}/solution.py" in files for i in named)
+    mirror._scan = real_scan
+    mirror.sync_once()
+    assert [n["id"] for n in json.loads(_store_files(store.run("run").url)["journal.json"])["nodes"]] == ["n0", "n1"]
+
+
+@pytest.mark.slow  # SeaweedFS
+def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, seaweed, caplog):
+    run_dir = tmp_path / "run"
+    _fake_run(run_dir, 1)
+    url = f"s3://{BUCKET}/away-{time.time_ns()}"
+    mirror = RunMirror(run_dir, open_store(url).run("run"), retry_initial=0.2, retry_max=1.0).start()
+    try:
+        assert mirror.flush(timeout=60)
+        seaweed.stop_gateway()
+        with caplog.at_level(logging.WARNING, logger="swarm_evo.store.mirror"):
+            for n in range(2, 5):  # the run goes on: nodes land locally while the store is away
+                _fake_run(run_dir, n)
+                mirror.request()
+                time.sleep(0.3)
+            deadline = time.monotonic() + 60  # botocore's own retries come first (~6 s)
+            while mirror.stats.failures < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert mirror.stats.failures >= 2, "the sync fails and is retried while the endpoint is away"
+            assert not mirror.flush(timeout=1)
+            seaweed.start_gateway()
+            assert mirror.flush(timeout=90), mirror.stats.last_error
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert sum("cannot write to the store" in w for w in warnings) == 1, warnings  # warned once
+        assert any("answers again" in w for w in warnings), warnings
+    finally:
+        if seaweed.gateway is None:
+            seaweed.start_gateway()
+        assert mirror.close(timeout=60)
+    assert _store_files(open_store(url).run("run").url) == _local_files(run_dir)
+
+
+# ------------------------------------------------------------------------------------ bad URLs
+def test_store_urls_that_cannot_work_are_named_with_the_fix(tmp_path):
+    with pytest.raises(StoreError, match="unknown scheme 's3x'"):
+        open_store("s3x://bucket/prefix")
+    with pytest.raises(StoreError, match="install gcsfs"):
+        open_store("gs://bucket/prefix")
+    with pytest.raises(StoreError, match="not a run in a store"):
+        split_run_url("s3://bucket/prefix/spaceship")
+    assert split_run_url("s3://bucket/prefix/runs/spaceship-s0") == ("s3://bucket/prefix", "spaceship-s0")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(StoreError, match="cannot write"):
+        check_store(open_store(blocker / "store"))  # a path under a file: not a directory
+    with pytest.raises(StoreError, match="no journal.json there"):
+        fetch_run(open_store(tmp_path).run("missing"), tmp_path / "local")
+
+
+@pytest.mark.slow  # a `swarm-evo` process per case
+@pytest.mark.parametrize("store, fix", [
+    ("s3://bucket/prefix", "AWS_ENDPOINT_URL"),  # an S3 endpoint on a closed port
+    ("s3x://bucket/prefix", "unknown scheme"),
+    ("gs://bucket/prefix", "install gcsfs"),
+])
+def test_run_with_a_store_that_cannot_work_exits_2_naming_store(tmp_path, store, fix):
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}", AWS_ACCESS_KEY_ID="k",
+               AWS_SECRET_ACCESS_KEY="k", AWS_DEFAULT_REGION="us-east-1", AWS_MAX_ATTEMPTS="2")
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "swarm_evo.cli", "run", "--competition-id", "sklearn-wine", "--data-dir",
+         str(tmp_path / "data"), "--run-dir", str(tmp_path / "run"), "--store", store],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"swarm-evo: error: --store {store}") and fix in lines[0], lines
+    assert not (tmp_path / "run").exists(), "nothing written before the check"
+    assert time.monotonic() - started < 60
+
+
+# ------------------------------------------------------------------------------------ whole runs
+@pytest.fixture(scope="module")
+def wine(tmp_path_factory) -> Path:
+    from swarm_evo.competition import prepare_competition
+
+    root = tmp_path_factory.mktemp("store-data")
+    prepare_competition("sklearn-wine", None, root)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["directory", "s3"])
+def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, tmp_path, request, wine, kind,
+                                                                monkeypatch):
+    """The run's directory is in the store, whole, when the run ends; with the local directory gone
+    (another machine), ``resume=STORE/runs/<name>`` rebuilds it from the store and the run goes on
+    to its new budget, mirrored back to the same place."""
+    from flows.two_phase_evo import two_phase_evo
+
+    if kind == "s3":
+        request.getfixturevalue("seaweed")
+        store = f"s3://{BUCKET}/runs-{time.time_ns()}"
+    else:
+        store = f"file://{tmp_path / 'store'}"  # a plain path would be resumed in place
+    first_machine = tmp_path / "machine-1"
+    run_dir = first_machine / "wine-s0"
+    summary = two_phase_evo(competition_id="sklearn-wine", data_dir=str(wine), run_dir=str(run_dir), max_steps=3,
+                            seed=0, parallel_workers=1, store=store)
+    run_url = open_store(store).run("wine-s0").url
+    mirrored = _store_files(run_url)
+    assert mirrored == _local_files(run_dir), "the store holds the run directory whole"
+    assert {"journal.json", "grade_report.json", "result.json", "submission/submission.csv",
+            "best_solution.py", "report.md", "run_report.json"} <= set(mirrored)
+    assert json.loads(mirrored["result.json"])["grade_report"] == summary["grade_report"]
+    first_ids = [n["id"] for n in json.loads(mirrored["journal.json"])["nodes"]]
+    assert len(first_ids) == 3
+
+    second_machine = tmp_path / "machine-2"  # no copy of the run here
+    second_machine.mkdir()
+    monkeypatch.chdir(second_machine)
+    two_phase_evo(resume=run_url, max_steps=5)
+    local = second_machine / "runs" / "wine-s0"
+    ids = [n["id"] for n in json.loads((local / "journal.json").read_text())["nodes"]]
+    assert ids[:3] == first_ids and len(ids) == len(set(ids)) == 5
+    again = _store_files(run_url)
+    assert [n["id"] for n in json.loads(again["journal.json"])["nodes"]] == ids
+    assert again == _local_files(local)
