@@ -13,11 +13,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.evaluation import ProblemError, load_problem
 from swarm_evo.sweeps import sweep, sweep_problems
+from swarm_evo.sweeps.sweep_store import SweepStore
 
 Item = tuple[str, str, int]
 """``(task, policy, seed)``."""
@@ -77,6 +79,28 @@ def row_from_run(item: Item, run_dir: Path, data_dir: str, problems: dict[str, s
     return sweep.report_row(report, policy=policy, seed=seed, run_dir=run_dir)
 
 
+def stored_row(sweep_store: SweepStore | None, item: Item, run_dir: Path, data_dir: str, problems: dict,
+               problem_data_dir: str | None, result: dict | None, error: str | None, missing: str | None = None,
+               resumes: int = 0) -> dict:
+    """:func:`row_from_run`, with a run store: the run's reports and ``result.json`` are first
+    copied from ``STORE/sweeps/<sweep>/runs/<run name>/`` into ``run_dir`` (the sweep's own
+    ``OUT/runs/<run name>``), so the row is the store's, whichever machine ran the run; the row
+    adds ``run_url`` (what ``swarm-evo resume`` takes) and ``resumes`` (times the sweep resumed
+    the run after a crash)."""
+    if sweep_store is None:
+        return row_from_run(item, run_dir, data_dir, problems, problem_data_dir, result, error, missing)
+    url = sweep_store.run_url(run_dir.name)
+    try:
+        result = sweep_store.fetch_reports(run_dir.name, run_dir)
+    except Exception as exc:  # the store is down: the row says so, the run stays in the store
+        error = error or f"its reports could not be read from the store {url} ({type(exc).__name__}: {exc})"
+        result = None
+    row = row_from_run(item, run_dir, data_dir, problems, problem_data_dir, result, error,
+                       missing=f"the run completed without a report in the store ({url})")
+    row.update(run_url=url, resumes=resumes)
+    return row
+
+
 def has_report(item: Item, run_dir: Path, problems: dict) -> bool:
     """True when the run's report file is readable here."""
     if item[0] in problems:
@@ -94,10 +118,11 @@ def describe(row: dict) -> str:
 class Rows:
     """The sweep's rows in plan order; each finished run rewrites the output files."""
 
-    def __init__(self, items: list[Item], out_dir: Path):
+    def __init__(self, items: list[Item], out_dir: Path, sweep_store: SweepStore | None = None):
         self._order = {item: i for i, item in enumerate(items)}
         self._rows: dict[Item, dict] = {}
-        self._out_dir = out_dir
+        self.out_dir = out_dir
+        self.sweep_store = sweep_store  # the files also go to STORE/sweeps/<sweep>/
         self._lock = threading.Lock()
         self._progress = create_progress_artifact(
             progress=0.0, description=f"Finished runs of the benchmark sweep {out_dir}, as % of {len(items)}"
@@ -106,9 +131,20 @@ class Rows:
     def add(self, item: Item, row: dict) -> None:
         with self._lock:
             self._rows[item] = row
-            sweep.write_outputs(self.rows(), self._out_dir)
+            sweep.write_outputs(self.rows(), self.out_dir)
+            self.publish()
             done = 100.0 * len(self._rows) / max(1, len(self._order))
         update_progress_artifact(artifact_id=self._progress, progress=done)
+
+    def publish(self) -> None:
+        """Copy the sweep's files to the store (a store that fails is logged; they stay in OUT)."""
+        if self.sweep_store is None:
+            return
+        try:
+            self.sweep_store.publish(self.out_dir)
+        except Exception as exc:
+            get_run_logger().warning("the sweep's files could not be copied to %s (%s: %s); they are in %s",
+                                     self.sweep_store.url, type(exc).__name__, exc, self.out_dir)
 
     def rows(self) -> list[dict]:
         return [self._rows[item] for item in sorted(self._rows, key=self._order.__getitem__)]

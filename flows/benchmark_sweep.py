@@ -25,12 +25,8 @@ Deployed as ``benchmark-sweep/nightly`` with a cron schedule (prefect.yaml).
 
 from __future__ import annotations
 
-import contextvars
 import inspect
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -38,12 +34,15 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
-from flows._sweep_rows import Rows, describe, failed_row, has_report, row_from_run
+from flows._sweep_in_process import run_in_process
+from flows._sweep_rows import Rows, describe, failed_row, has_report, stored_row
 from flows.run_config import resolve_config
 from flows.two_phase_evo import two_phase_evo
 from swarm_evo.competition import load_competition
 from swarm_evo.evaluation import load_problem
+from swarm_evo.store import checked_store
 from swarm_evo.sweeps import sweep, sweep_problems
+from swarm_evo.sweeps.sweep_store import SweepStore
 
 FLOW_NAME = "benchmark-sweep"
 RUN_FLOW_NAME = "two-phase-evo"
@@ -106,60 +105,6 @@ def check_deployment(name: str) -> None:
             ) from None
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS")
-
-
-@contextmanager
-def _shared_cores(executions: int):
-    """Runs side by side in this process share the cores: while inside, the BLAS/OpenMP thread
-    variables that are unset here are set to ``cpu_count // executions`` (local sandboxes pass
-    them on to the programs; each run's sandbox only divides the cores among its own
-    ``parallel_workers``). Without this, two runs with 2 OpenMP threads per program on 2 cores
-    spin each other out: programs of 6 s took 150-220 s (measured here)."""
-    added = {}
-    if executions > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // executions))
-        added = {name: threads for name in THREAD_VARIABLES if name not in os.environ}
-    os.environ.update(added)
-    try:
-        yield added.get("OMP_NUM_THREADS")
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-
-
-def _run_in_process(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                    max_parallel_runs: int, workers: int) -> None:
-    """Each run as a subflow of the sweep, ``max_parallel_runs`` at a time (``workers``: each
-    run's parallel_workers)."""
-    logger = get_run_logger()
-
-    def one(item):
-        params = parameters[item]
-        name = Path(params["run_dir"]).name
-        where = (item, Path(params["run_dir"]), data_dir, problems, problem_data_dir)
-        try:
-            state = two_phase_evo.with_options(flow_run_name=name)(**params, return_state=True)
-            if state.is_completed():
-                row = row_from_run(*where, state.result(), None)
-            else:
-                row = row_from_run(*where, None, f"flow run ended {state.name}: {state.message}")
-        except Exception as exc:  # a crash outside the run's own states (e.g. the API)
-            logger.exception("run %s crashed", name)
-            row = row_from_run(*where, None, f"{type(exc).__name__}: {exc}")
-        rows.add(item, row)
-        logger.info("run %s: %s", name, describe(row))
-
-    runs_at_once = max(1, min(max_parallel_runs, len(items)))
-    with _shared_cores(runs_at_once * workers) as threads:
-        if threads:
-            logger.info("%s runs at once: %s BLAS/OpenMP threads per program", runs_at_once, threads)
-        with ThreadPoolExecutor(max_workers=runs_at_once, thread_name_prefix="sweep") as pool:
-            for future in [pool.submit(contextvars.copy_context().run, one, item) for item in items]:
-                future.result()
-
-
 def _result_of(flow_run) -> dict | None:
     """The persisted result of a finished deployment run (None when not persisted/readable)."""
     try:
@@ -169,43 +114,75 @@ def _result_of(flow_run) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+RESUME_PARAMETERS = ("data_dir", "max_steps", "time_limit", "parallel_workers", "executor", "llm_block",
+                     "sandbox_block")
+"""The parameters of a run that its resume keeps (the rest comes from the run's journal)."""
+
+
 def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float | None) -> None:
-    """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished."""
+                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float | None,
+                       max_resumes: int = 0) -> None:
+    """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished.
+
+    With a run store (``rows.sweep_store``) a run whose flow run ends Crashed (its worker or its
+    process died, or Prefect's zombie automation saw its heartbeats stop) and whose journal is in
+    the store is resumed from there as a new flow run of the same deployment, on whichever
+    worker takes it, at most ``max_resumes`` times; its row counts the resumes.
+    """
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
 
     logger = get_run_logger()
     context = FlowRunContext.get()
     sweep_id = str(context.flow_run.id) if context and context.flow_run else "local"
+    sweep_store = rows.sweep_store
     waiting = list(items)
     running: dict[object, tuple[tuple[str, str, int], float]] = {}
+    resumes: dict[tuple[str, str, int], int] = {}
+
+    def start(item, params: dict, flow_run_name: str) -> None:
+        flow_run = run_deployment(
+            name, parameters=params, flow_run_name=flow_run_name, timeout=0,
+            idempotency_key=f"{sweep_id}-{flow_run_name}",  # a retried sweep does not duplicate runs
+            tags=["swarm-evo", FLOW_NAME],
+        )
+        logger.info("run %s: flow run %s of %s", flow_run_name, flow_run.id, name)
+        running[flow_run.id] = (item, time.monotonic())
+
     with get_client(sync_client=True) as client:
         while waiting or running:
             while waiting and len(running) < max_parallel_runs:
                 item = waiting.pop(0)
-                params = parameters[item]
-                run_name = Path(params["run_dir"]).name
-                flow_run = run_deployment(
-                    name, parameters=params, flow_run_name=run_name, timeout=0,
-                    idempotency_key=f"{sweep_id}-{run_name}",  # a retried sweep does not duplicate runs
-                    tags=["swarm-evo", FLOW_NAME],
-                )
-                logger.info("run %s: flow run %s of %s", run_name, flow_run.id, name)
-                running[flow_run.id] = (item, time.monotonic())
+                start(item, parameters[item], Path(parameters[item]["run_dir"]).name)
             time.sleep(poll_interval)
             for flow_run_id, (item, started) in list(running.items()):
                 flow_run = client.read_flow_run(flow_run_id)
-                run_dir = Path(parameters[item]["run_dir"])
+                run_name = Path(parameters[item]["run_dir"]).name
+                run_dir = rows.out_dir / sweep.RUNS_DIR / run_name if sweep_store else Path(parameters[item]["run_dir"])
                 state = flow_run.state
+                done = resumes.get(item, 0)
+                if (state is not None and state.is_crashed() and sweep_store is not None and done < max_resumes
+                        and sweep_store.has_journal(run_name)):
+                    del running[flow_run_id]
+                    resumes[item] = done + 1
+                    logger.warning("run %s: flow run %s crashed (%s); resuming it from %s (resume %s of at most %s)",
+                                   run_name, flow_run_id, state.message, sweep_store.run_url(run_name), done + 1,
+                                   max_resumes)
+                    kept = {k: v for k, v in parameters[item].items() if k in RESUME_PARAMETERS}
+                    start(item, {**kept, "resume": sweep_store.run_url(run_name)}, f"{run_name}-resume{done + 1}")
+                    continue
                 if state is not None and state.is_final():
                     completed = state.is_completed()
-                    row = row_from_run(
-                        item, run_dir, data_dir, problems, problem_data_dir,
-                        _result_of(flow_run) if completed and not has_report(item, run_dir, problems) else None,
+                    result = None
+                    if completed and sweep_store is None and not has_report(item, run_dir, problems):
+                        result = _result_of(flow_run)
+                    row = stored_row(
+                        sweep_store, item, run_dir, data_dir, problems, problem_data_dir, result,
                         None if completed else f"flow run {flow_run_id} ended {state.name}: {state.message}",
                         missing=f"flow run {flow_run_id} completed but its report in {run_dir} is not "
-                        "readable here (the workers need the sweep's out_dir on a shared filesystem)",
+                        "readable here (give the sweep a run store, --store, or the sweep's out_dir on a shared "
+                        "filesystem)",
+                        resumes=done,
                     )
                 elif run_timeout is not None and time.monotonic() - started > run_timeout:
                     row = failed_row(
@@ -217,7 +194,7 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
                     continue
                 del running[flow_run_id]
                 rows.add(item, row)
-                logger.info("run %s: %s", run_dir.name, describe(row))
+                logger.info("run %s: %s", run_name, describe(row))
 
 
 @task(name="publish-sweep-summary", cache_policy=NO_CACHE)
@@ -271,6 +248,8 @@ def benchmark_sweep(
     run_timeout: float | None = None,
     problems: list[str] | None = None,
     problem_data_dir: str | None = None,
+    store: str | None = None,
+    max_resumes: int = 2,
 ) -> dict:
     """Run every (task, policy, seed) as a two-phase-evo run and summarise the grades / scores.
 
@@ -296,6 +275,13 @@ def benchmark_sweep(
             to every run (see two_phase_evo).
         poll_interval: seconds between state polls of deployment runs.
         run_timeout: seconds to wait for one deployment run before reporting it as failed.
+        store: a run store (directory or fsspec URL, swarm_evo/store/): every run is mirrored to
+            ``STORE/sweeps/<out_dir's name>/runs/<run name>/`` and its row is read from there,
+            never from a worker's disk; the sweep's files are copied to ``STORE/sweeps/<name>/``.
+            Runs of a deployment then work in a scratch directory of their worker
+            (swarm_evo/sweeps/sweep_store.py), so the workers need no shared disk.
+        max_resumes: with a store and a deployment, times a crashed run is resumed from the
+            store (on any worker) before its row reports the crash.
 
     Returns:
         ``swarm_evo.sweeps.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
@@ -318,11 +304,15 @@ def benchmark_sweep(
         raise sweep.SweepError(f"max_parallel_runs must be >= 1, got {max_parallel_runs}")
     if poll_interval <= 0:
         raise sweep.SweepError(f"poll_interval must be > 0 seconds, got {poll_interval}")
+    if max_resumes < 0:
+        raise sweep.SweepError(f"max_resumes must be >= 0, got {max_resumes}")
     # Validate the run parameters once (ConfigError names the key) before any run starts.
     config, _ = resolve_config(config_path, model=model, max_steps=max_steps, parallel_workers=parallel_workers,
                    time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block)
     data_path = Path(data_dir).expanduser().resolve()
     out_path = Path(out_dir).expanduser().resolve() if out_dir else sweep.default_out_dir().resolve()
+    run_store = checked_store(store)  # StoreError: cannot be reached or written
+    sweep_store = SweepStore(run_store, out_path.name) if run_store is not None else None
     target = deployment_name(deployment) if deployment else None
     if target is None:
         for competition_id in competition_ids:
@@ -341,9 +331,12 @@ def benchmark_sweep(
         target_params = (dict(competition_id=task, data_dir=str(data_path)) if problem_task is None else
                          dict(problem=problem_task.problem, instance=problem_task.instance, data_dir=problem_data))
         label = task if problem_task is None else problem_task.label
+        run_name = sweep.run_name(label, policy, seed)
         params = dict(
             **target_params,
-            run_dir=str(out_path / sweep.RUNS_DIR / sweep.run_name(label, policy, seed)),
+            run_dir=(sweep_store.worker_run_dir(run_name) if sweep_store is not None and target is not None
+                     else str(out_path / sweep.RUNS_DIR / run_name)),
+            store=sweep_store.url if sweep_store is not None else None,
             model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
             time_limit=time_limit, config_path=str(Path(config_path).expanduser().resolve()) if config_path else None,
             executor=executor, llm_block=llm_block, sandbox_block=sandbox_block,
@@ -351,17 +344,19 @@ def benchmark_sweep(
         )
         parameters[(task, policy, seed)] = {k: v for k, v in params.items() if v is not None}
     (out_path / sweep.RUNS_DIR).mkdir(parents=True, exist_ok=True)
-    logger.info("sweep of %s runs (%s x %s x seeds %s) into %s, %s", len(items), [*competition_ids, *problem_tasks],
-                policy_list, seed_list, out_path, f"on deployment {target}" if target else "in this process")
+    logger.info("sweep of %s runs (%s x %s x seeds %s) into %s%s, %s", len(items), [*competition_ids, *problem_tasks],
+                policy_list, seed_list, out_path, f" and {sweep_store.url}" if sweep_store else "",
+                f"on deployment {target}" if target else "in this process")
 
-    rows = Rows(items, out_path)
+    rows = Rows(items, out_path, sweep_store)
     if target is None:
-        _run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
+        run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
                         config.search.parallel_workers)
     else:
         _run_on_deployment(items, parameters, rows, str(data_path), problem_tasks, problem_data, target,
-                           max_parallel_runs or len(items), poll_interval, run_timeout)
+                           max_parallel_runs or len(items), poll_interval, run_timeout, max_resumes)
     summary = publish_summary(rows.rows(), str(out_path))
+    rows.publish()
     if competition_ids:
         print(sweep.format_table(sweep.summary_table(summary)))
     if problem_tasks:

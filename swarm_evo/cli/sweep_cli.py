@@ -6,6 +6,7 @@
                     [--deployment NAME] [--parallel-runs R] [--parallel-workers W]
                     [--config FILE] [--time-limit SEC] [--executor local|docker]
                     [--llm-block NAME] [--sandbox-block NAME] [--poll SECONDS]
+                    [--store URL] [--max-resumes N]
 
 Runs the ``benchmark-sweep`` flow (flows/benchmark_sweep.py): every (task, policy, seed) —
 seeds ``0..N-1`` — is one ``two-phase-evo`` run in ``OUT_DIR/runs/<task>-<policy>-s<seed>``,
@@ -70,6 +71,12 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     s.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     s.add_argument("--poll", type=float, default=10.0, help="with --deployment: seconds between state polls")
+    s.add_argument("--store", default=None,
+                   help="run store (directory or fsspec URL, e.g. s3://bucket/prefix; default $SWARM_EVO_STORE): runs "
+                   "are mirrored to STORE/sweeps/<OUT's name>/runs/<run>/ and every row is read from there, so the "
+                   "workers of --deployment need no shared disk (docs/many-machines.md)")
+    s.add_argument("--max-resumes", type=int, default=2,
+                   help="with --store and --deployment: times a crashed run is resumed from the store (default 2)")
     s.add_argument("--mlebench-repo", type=Path, default=None,
                    help="an mle-bench checkout for every run (sets $MLEBENCH_REPO; workers of --deployment "
                    "need it in their own environment or config)")
@@ -148,6 +155,9 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         raise sweep.SweepError(f"--time-limit must be > 0 seconds (got {args.time_limit})")
     if args.poll <= 0:
         raise sweep.SweepError(f"--poll must be > 0 seconds (got {args.poll})")
+    if args.max_resumes < 0:
+        raise sweep.SweepError(f"--max-resumes must be >= 0 (got {args.max_resumes})")
+    _check_store(args)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise sweep.SweepError(f"--out {args.out} is a file: give a directory (it is created if missing)")
     if args.config is not None and not args.config.is_file():
@@ -185,16 +195,33 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
     return competitions, tasks, seeds, policies
 
 
+def _check_store(args) -> None:
+    """``--store`` (or ``$SWARM_EVO_STORE``) answers and takes writes; sets ``args.store``.
+
+    Raises:
+        StoreError: one line naming the option or variable, the URL and the error.
+    """
+    from swarm_evo.store import STORE_ENV, StoreError, checked_store
+
+    source = "--store" if args.store else f"${STORE_ENV}"
+    args.store = args.store or os.environ.get(STORE_ENV) or None
+    try:
+        checked_store(args.store)
+    except StoreError as exc:
+        raise StoreError(f"{source} {exc}") from None
+
+
 def _bad_input_errors() -> tuple[type[BaseException], ...]:
     from swarm_evo.competition import CompetitionError
     from swarm_evo.config import ConfigError
     from swarm_evo.evaluation import ProblemError
     from swarm_evo.llm.errors import ModelAccessError
     from swarm_evo.sandbox import RuntimeProbeError, SandboxUnavailableError
+    from swarm_evo.store import StoreError
     from swarm_evo.sweeps.sweep import SweepError
 
     return (SweepError, CompetitionError, ConfigError, ModelAccessError, SandboxUnavailableError,
-            RuntimeProbeError, FileNotFoundError, ProblemError)
+            RuntimeProbeError, FileNotFoundError, ProblemError, StoreError)
 
 
 def run_sweep(args) -> int:
@@ -228,7 +255,7 @@ def run_sweep(args) -> int:
             max_parallel_runs=args.parallel_runs, parallel_workers=args.parallel_workers,
             time_limit=args.time_limit, config_path=str(args.config.resolve()) if args.config else None,
             executor=args.executor, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
-            poll_interval=args.poll,
+            poll_interval=args.poll, store=args.store, max_resumes=args.max_resumes,
         )
     except bad_input as exc:
         return _fail(str(exc))
@@ -241,6 +268,11 @@ def run_sweep(args) -> int:
         print(sweep.format_table(sweep_problems.problem_table(summary)))
         print(f"problem reports: {out_dir / sweep_problems.PROBLEM_REPORTS_FILE}")
     print(f"summary: {out_dir / sweep.SUMMARY_FILE}")
+    if args.store:
+        from swarm_evo.store import open_store
+        from swarm_evo.sweeps.sweep_store import SweepStore
+
+        print(f"store: {SweepStore(open_store(args.store), out_dir.name).url}")
     failed = [row for row in rows if sweep.is_failed_row(row)]
     if failed:
         for row in failed:

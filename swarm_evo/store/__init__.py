@@ -10,9 +10,9 @@ from there.
 May import: sandbox, population.
 """
 
-from swarm_evo.store.fetch import fetch_run, read_run_json, resolve_run, split_run_url
+from swarm_evo.store.fetch import fetch_files, fetch_run, read_run_json, resolve_run, split_run_url
 from swarm_evo.store.location import STORE_ENV, Store, StoreError, check_store, checked_store, is_url, open_store
-from swarm_evo.store.mirror import RunMirror, mirror_run
+from swarm_evo.store.mirror import RunMirror, mirror_run, put_object
 
 __all__ = [
     "STORE_ENV",
@@ -21,10 +21,12 @@ __all__ = [
     "StoreError",
     "check_store",
     "checked_store",
+    "fetch_files",
     "fetch_run",
     "is_url",
     "mirror_run",
     "open_store",
+    "put_object",
     "read_run_json",
     "resolve_run",
     "split_run_url",

@@ -4,9 +4,11 @@ machine), and one small file of a run (a sweep's rows).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from swarm_evo.population.journal import JOURNAL_FILE
@@ -59,23 +61,46 @@ def fetch_run(run: Store, run_dir: Path) -> int:
         rel = path[len(prefix):] if path.startswith(prefix) else None
         if not rel or rel.startswith("..") or "/../" in f"/{rel}/" or Path(rel).name.startswith(".swarm-evo-probe"):
             continue
-        target = run_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-        try:
-            run.fs.get_file(path, tmp)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _download(run, path, run_dir / rel)
         count += 1
     return count
 
 
+def _download(store: Store, path: str, target: Path) -> None:
+    """``store``'s file ``path`` to the local ``target``, through a temporary file and a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        store.fs.get_file(path, tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def fetch_files(run: Store, run_dir: Path, names: Iterable[str]) -> list[str]:
+    """Copy the files ``names`` of the run at ``run`` into ``run_dir``, replacing local copies; a
+    name the store lacks is removed locally, so nothing stale is read. Returns the names fetched.
+
+    Raises:
+        OSError and the store's own errors: the store cannot be read.
+    """
+    run_dir = Path(run_dir)
+    fetched = []
+    for name in names:
+        try:
+            _download(run, run.path(name), run_dir / name)
+            fetched.append(name)
+        except FileNotFoundError:
+            (run_dir / name).unlink(missing_ok=True)
+    return fetched
+
+
 def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR)) -> tuple[Path, str | None]:
     """Where to resume ``location``: a local run directory as it is, or a run in a store
-    (``STORE/runs/<name>``, any fsspec URL) fetched into ``scratch/<name>`` (:func:`fetch_run`).
+    (``STORE/runs/<name>``, any fsspec URL) fetched into ``scratch/<name>`` (:func:`fetch_run`),
+    or into ``scratch/<hash of the URL>/<name>`` when ``scratch/<name>`` holds another run.
 
     Returns:
         ``(local run directory, store URL or None)``.
@@ -87,9 +112,29 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR)) -> tuple[P
         return Path(location), None
     store_url, name = split_run_url(str(location))
     store = open_store(store_url)
+    run = store.run(name)
     run_dir = Path(scratch) / name
-    fetch_run(store.run(name), run_dir)
+    if not _same_run(run, run_dir):  # another run of that name here (another sweep's): a place of its own
+        run_dir = Path(scratch) / hashlib.sha256(run.url.encode()).hexdigest()[:10] / name
+    fetch_run(run, run_dir)
     return run_dir, store.url
+
+
+def _node_ids(journal: bytes) -> list[str]:
+    return [node.get("id") for node in json.loads(journal).get("nodes") or []]
+
+
+def _same_run(run: Store, run_dir: Path) -> bool:
+    """Whether ``run_dir`` is free or holds the run at ``run``: its journal's nodes start with the
+    store's (the store is at most the node in flight behind the run directory it mirrors)."""
+    local = run_dir / JOURNAL_FILE
+    if not local.exists():
+        return True
+    try:
+        mine, theirs = _node_ids(local.read_bytes()), _node_ids(run.fs.cat_file(run.path(JOURNAL_FILE)))
+    except (OSError, ValueError):
+        return False
+    return mine[:len(theirs)] == theirs and (bool(theirs) or not mine)
 
 
 def read_run_json(store: Store, name: str, filename: str) -> dict | None:

@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import tenacity
 
@@ -238,21 +239,26 @@ class RunMirror:
                     yield "/".join([*parts, name]), (st.st_size, st.st_mtime_ns)
 
     def _put(self, rel: str, source) -> None:
-        """Write ``source`` (bytes or a binary file) to ``target/rel``: through a temporary name
-        and a rename on a local store, as one object (atomic by itself) elsewhere."""
-        fs, path = self.target.fs, self.target.path(rel)
-        parent = path.rsplit("/", 1)[0]
-        if parent not in self._made_dirs:
-            fs.makedirs(parent, exist_ok=True)
-            self._made_dirs.add(parent)
-        write_path = f"{parent}/.{rel.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp" if self.target.is_local else path
-        with fs.open(write_path, "wb") as out:
-            if isinstance(source, bytes):
-                out.write(source)
-            else:
-                shutil.copyfileobj(source, out)
-        if write_path != path:
-            os.replace(write_path, path)
+        put_object(self.target, rel, source, self._made_dirs)
+
+def put_object(target: Store, rel: str, source: bytes | BinaryIO, made_dirs: set[str] | None = None) -> None:
+    """Write ``source`` (bytes or a binary file) to ``target/rel``: through a temporary name and a
+    rename on a local store (a reader never sees half a file), as one object elsewhere (an S3
+    put is whole or nothing). ``made_dirs`` remembers the folders already made."""
+    fs, path = target.fs, target.path(rel)
+    parent = path.rsplit("/", 1)[0]
+    if made_dirs is None or parent not in made_dirs:
+        fs.makedirs(parent, exist_ok=True)
+        if made_dirs is not None:
+            made_dirs.add(parent)
+    write_path = f"{parent}/.{rel.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp" if target.is_local else path
+    with fs.open(write_path, "wb") as out:
+        if isinstance(source, bytes):
+            out.write(source)
+        else:
+            shutil.copyfileobj(source, out)
+    if write_path != path:
+        os.replace(write_path, path)
 
 
 def mirror_run(run_dir: Path, store: Store | None) -> RunMirror | None:

@@ -3,9 +3,10 @@ seeds), the rows (``grading_reports.jsonl``, ``problem_reports.jsonl``), the MLE
 summary, mean ± SEM over seeds and the policy comparisons' statistics.
 
 - :mod:`~swarm_evo.sweeps.sweep`, :mod:`~swarm_evo.sweeps.sweep_problems`,
-  :mod:`~swarm_evo.sweeps.sweep_stats`.
+  :mod:`~swarm_evo.sweeps.sweep_stats`;
+- :mod:`~swarm_evo.sweeps.sweep_store`: a sweep's runs and rows in the run store (issue 34).
 
 The ``benchmark-sweep`` flow (flows/benchmark_sweep.py) runs a sweep's plan.
 
-May import: competition, population.
+May import: competition, population, store, reporting.
 """

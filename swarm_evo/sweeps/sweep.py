@@ -64,6 +64,8 @@ GRADE_REPORT_FILE = "grade_report.json"
 RUN_FAILED = "run failed: "
 """Prefix of ``error`` in the row of a run that ended without a grading report."""
 ROW_EXTRA_FIELDS = ("policy", "seed", "run_dir")
+STORE_ROW_FIELDS = ("run_url", "resumes")
+"""Fields a row has besides the report when the sweep has a run store (swarm_evo/sweeps/sweep_store.py)."""
 SWEEP_ROOT = Path("runs") / "sweeps"
 
 
@@ -321,7 +323,8 @@ def write_outputs(rows: Sequence[dict], out_dir: Path) -> dict[str, dict[str, di
     if known:
         lines = "".join(path.read_text(encoding="utf-8").strip() + "\n" for _, path in known)
         atomic_write_text(out_dir / MLEBENCH_SUBMISSIONS_FILE, lines)
-        reports = [CompetitionReport.model_validate({k: v for k, v in row.items() if k not in ROW_EXTRA_FIELDS})
+        extra = (*ROW_EXTRA_FIELDS, *STORE_ROW_FIELDS)
+        reports = [CompetitionReport.model_validate({k: v for k, v in row.items() if k not in extra})
                    for row, _ in known]
         atomic_write_text(out_dir / MLEBENCH_REPORT_FILE, json.dumps(run_group_report(reports), indent=2) + "\n")
     return summary

@@ -1,0 +1,90 @@
+"""A sweep with a run store (issue 34): its runs are mirrored to ``STORE/sweeps/<sweep name>/runs/
+<run name>/`` by whichever machine runs them, and the sweep reads every row from there, never
+from a worker's disk.
+
+Layout in the store, the same as the sweep's output folder::
+
+    STORE/sweeps/<sweep name>/runs/<run name>/     each run, whole (swarm_evo/store/mirror.py)
+    STORE/sweeps/<sweep name>/grading_reports.jsonl, summary.json, mlebench_*   the sweep's files
+
+A run of a deployment works in ``runs/sweeps/<sweep name>/runs/<run name>`` under its worker's
+working directory (scratch: nothing reads it but the run), so runs of two sweeps with the same
+plan never share a directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
+from swarm_evo.population.journal import JOURNAL_FILE
+from swarm_evo.reporting.report import RESULT_FILE
+from swarm_evo.store import Store, fetch_files, put_object
+from swarm_evo.sweeps.sweep import (
+    GRADE_REPORT_FILE,
+    MLEBENCH_REPORT_FILE,
+    MLEBENCH_SUBMISSIONS_FILE,
+    REPORTS_FILE,
+    RUNS_DIR,
+    SUMMARY_FILE,
+)
+from swarm_evo.sweeps.sweep_problems import PROBLEM_REPORT_FILE, PROBLEM_REPORTS_FILE
+
+SWEEPS_DIR = "sweeps"
+RUN_REPORT_FILES = (GRADE_REPORT_FILE, PROBLEM_REPORT_FILE, RESULT_FILE, MLEBENCH_SUBMISSION_FILE)
+"""The files of a run a sweep's rows are made of (the rest of the run stays in the store)."""
+OUTPUT_FILES = (REPORTS_FILE, PROBLEM_REPORTS_FILE, SUMMARY_FILE, MLEBENCH_SUBMISSIONS_FILE, MLEBENCH_REPORT_FILE)
+"""The sweep's own files, written to its output folder and copied to the store."""
+
+
+class SweepStore:
+    """The store location of one sweep, ``STORE/sweeps/<sweep name>`` (``sweep_name``: the name
+    of the sweep's output folder, e.g. ``20261126-230000``)."""
+
+    def __init__(self, store: Store, sweep_name: str) -> None:
+        self.sweep_name = sweep_name
+        self.location = store.child(SWEEPS_DIR, sweep_name)
+
+    @property
+    def url(self) -> str:
+        """The store URL every run of the sweep is given (its runs land in ``URL/runs/<name>``)."""
+        return self.location.url
+
+    def run_url(self, run_name: str) -> str:
+        """``STORE/sweeps/<sweep>/runs/<run name>``: the run's place, what ``resume`` takes."""
+        return self.location.run(run_name).url
+
+    def worker_run_dir(self, run_name: str) -> str:
+        """The (relative) scratch run directory of a run on a deployment's worker."""
+        return f"{RUNS_DIR}/{SWEEPS_DIR}/{self.sweep_name}/{RUNS_DIR}/{run_name}"
+
+    def has_journal(self, run_name: str) -> bool:
+        """Whether the store holds the run's journal (a run that can be resumed)."""
+        run = self.location.run(run_name)
+        run.fs.invalidate_cache()
+        return run.fs.exists(run.path(JOURNAL_FILE))
+
+    def fetch_reports(self, run_name: str, local_run_dir: Path) -> dict | None:
+        """Copy the run's report files (:data:`RUN_REPORT_FILES`) from the store into
+        ``local_run_dir`` (the sweep's ``OUT/runs/<run name>``), replacing any local copy, and
+        return the run's ``result.json`` (None when the run wrote none).
+
+        Raises:
+            OSError and the store's own errors: the store cannot be read.
+        """
+        run = self.location.run(run_name)
+        run.fs.invalidate_cache()
+        fetch_files(run, Path(local_run_dir), RUN_REPORT_FILES)
+        try:
+            result = json.loads((Path(local_run_dir) / RESULT_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return result if isinstance(result, dict) else None
+
+    def publish(self, out_dir: Path) -> None:
+        """Copy the sweep's output files (:data:`OUTPUT_FILES`) present in ``out_dir`` to the store."""
+        for name in OUTPUT_FILES:
+            path = Path(out_dir) / name
+            if path.is_file():
+                put_object(self.location, name, path.read_bytes())
