@@ -50,6 +50,22 @@ RUN_FLOW_NAME = "two-phase-evo"
 ARTIFACT_KEY = "benchmark-sweep"
 PROBLEMS_ARTIFACT_KEY = "benchmark-sweep-problems"
 DEFAULT_POLL_INTERVAL = 10.0
+RUN_TIMEOUT_FACTOR = 1.5
+RUN_TIMEOUT_MARGIN = 600.0
+
+
+def default_run_timeout(time_limit: float) -> float:
+    """The default ``run_timeout`` (issue 34): ``1.5 × time_limit + 600`` seconds once Running. A run
+    stops itself at its time limit, then grades and reports: the factor covers a step in flight
+    at the limit, the margin grading and a slow start. A dead worker's run is Crashed long before
+    (``swarm-evo pool setup``); this bound keeps a sweep from waiting for ever without that automation.
+
+    Raises:
+        ValueError: ``time_limit`` not > 0.
+    """
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
+    return RUN_TIMEOUT_FACTOR * time_limit + RUN_TIMEOUT_MARGIN
 
 
 def supported_policies() -> tuple[str, ...]:
@@ -170,7 +186,7 @@ def _result_of(flow_run) -> dict | None:
 
 
 def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float | None) -> None:
+                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float) -> None:
     """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished."""
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
@@ -179,7 +195,7 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
     context = FlowRunContext.get()
     sweep_id = str(context.flow_run.id) if context and context.flow_run else "local"
     waiting = list(items)
-    running: dict[object, tuple[tuple[str, str, int], float]] = {}
+    running: dict[object, tuple[tuple[str, str, int], float | None]] = {}  # id -> (item, seen Running at)
     with get_client(sync_client=True) as client:
         while waiting or running:
             while waiting and len(running) < max_parallel_runs:
@@ -192,7 +208,7 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
                     tags=["swarm-evo", FLOW_NAME],
                 )
                 logger.info("run %s: flow run %s of %s", run_name, flow_run.id, name)
-                running[flow_run.id] = (item, time.monotonic())
+                running[flow_run.id] = (item, None)
             time.sleep(poll_interval)
             for flow_run_id, (item, started) in list(running.items()):
                 flow_run = client.read_flow_run(flow_run_id)
@@ -207,13 +223,15 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
                         missing=f"flow run {flow_run_id} completed but its report in {run_dir} is not "
                         "readable here (the workers need the sweep's out_dir on a shared filesystem)",
                     )
-                elif run_timeout is not None and time.monotonic() - started > run_timeout:
+                elif started is not None and time.monotonic() - started > run_timeout:
                     row = failed_row(
                         item, run_dir, data_dir, problems, problem_data_dir,
-                        f"flow run {flow_run_id} not finished after {run_timeout} s "
+                        f"flow run {flow_run_id} not finished {run_timeout:.0f} s after it started running "
                         f"(state {state.name if state else None}); it was left running",
                     )
                 else:
+                    if started is None and state is not None and state.is_running():
+                        running[flow_run_id] = (item, time.monotonic())  # queued time does not count
                     continue
                 del running[flow_run_id]
                 rows.add(item, row)
@@ -295,7 +313,10 @@ def benchmark_sweep(
         parallel_workers, time_limit, config_path, executor, llm_block, sandbox_block: passed
             to every run (see two_phase_evo).
         poll_interval: seconds between state polls of deployment runs.
-        run_timeout: seconds to wait for one deployment run before reporting it as failed.
+        run_timeout: seconds to wait for one deployment run, counted from when the sweep first sees
+            it Running (time queued for a free worker does not count), before reporting it as
+            failed; default :func:`default_run_timeout` of the runs' time limit (``time_limit``,
+            else the config's ``search.time_limit``).
 
     Returns:
         ``swarm_evo.sweeps.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
@@ -318,6 +339,8 @@ def benchmark_sweep(
         raise sweep.SweepError(f"max_parallel_runs must be >= 1, got {max_parallel_runs}")
     if poll_interval <= 0:
         raise sweep.SweepError(f"poll_interval must be > 0 seconds, got {poll_interval}")
+    if run_timeout is not None and run_timeout <= 0:
+        raise sweep.SweepError(f"run_timeout must be > 0 seconds, got {run_timeout}")
     # Validate the run parameters once (ConfigError names the key) before any run starts.
     config, _ = resolve_config(config_path, model=model, max_steps=max_steps, parallel_workers=parallel_workers,
                    time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block)
@@ -359,6 +382,8 @@ def benchmark_sweep(
         _run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
                         config.search.parallel_workers)
     else:
+        if run_timeout is None:
+            run_timeout = default_run_timeout(config.search.time_limit)
         _run_on_deployment(items, parameters, rows, str(data_path), problem_tasks, problem_data, target,
                            max_parallel_runs or len(items), poll_interval, run_timeout)
     summary = publish_summary(rows.rows(), str(out_path))

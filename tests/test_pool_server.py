@@ -253,3 +253,17 @@ def test_the_pool_deployment_clones_the_pinned_commit_and_installs_it(pg_server,
     assert head.stdout.strip() == pinned
     assert (clone / "flows" / "two_phase_evo.py").is_file() and not (clone / "LATER.txt").exists()
     assert (target / "swarm_evo" / "__init__.py").is_file() and (target / "flows" / "two_phase_evo.py").is_file()
+
+
+def test_the_sweep_waits_for_a_deployment_run_one_and_a_half_time_limits_and_ten_minutes():
+    import inspect
+
+    from flows.benchmark_sweep import benchmark_sweep, default_run_timeout
+    from swarm_evo.cli.commands import main
+
+    assert default_run_timeout(3600) == 1.5 * 3600 + 600
+    assert default_run_timeout(43_200) == 65_400  # the config's default time limit: 18 h 10 min
+    with pytest.raises(ValueError, match="time_limit"):
+        default_run_timeout(0)
+    assert inspect.signature(benchmark_sweep.fn).parameters["run_timeout"].default is None  # explicit still wins
+    assert main(["sweep", "--problems", "circle-packing", "--run-timeout", "0"]) == 2
