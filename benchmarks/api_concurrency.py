@@ -7,8 +7,8 @@ own PostgreSQL cluster in a temporary directory); ``sqlite``: ``prefect server s
 each logging a line) through Prefect's own client, as the runs of a sweep do. Per server it prints:
 flow runs completed, client retries (Prefect's client logs "Another attempt will be made" for a
 429/503 or a dropped connection, at DEBUG; counted in every run process), runs that failed or
-raised, server log lines with errors ("database is locked", tracebacks), and the wall time of the
-whole batch::
+raised, server log lines with errors ("database is locked", tracebacks; until the batch ends, as
+the server's shutdown logs a CancelledError), and the wall time of the whole batch::
 
     python benchmarks/api_concurrency.py [--runs 8] [--tasks 40] [--servers postgres,sqlite]
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -127,18 +128,23 @@ def measure(kind: str, runs: int, tasks: int) -> dict:
             results.append(json.loads(lines[-1][7:]) if lines else {"outcome": f"exit {child.returncode}",
                                                                      "retries": 0, "seconds": None})
         wall = time.perf_counter() - started
+        server_log = log.read_text().splitlines()  # before the stop (its shutdown logs a CancelledError)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         if kind == "postgres":
             subprocess.run(["bash", str(ROOT / "deployments" / "start-prefect-server.sh"), "--stop"], env=env,
                            capture_output=True, timeout=60)
-    server_errors = sum(any(mark in line for mark in ERROR_MARKS) for line in log.read_text().splitlines())
+    error_lines = [line for line in server_log if any(mark in line for mark in ERROR_MARKS)]
+    exceptions = sorted({line.split(":")[0] for line in server_log
+                         if re.match(r"^[\w.]+(Error|Exception|Violation)\w*: ", line)})
     shutil.rmtree(state, ignore_errors=True)
     return {"server": kind, "runs": runs, "tasks_per_run": tasks,
             "completed": sum(r["outcome"] == "COMPLETED" for r in results),
             "not_completed": [r["outcome"] for r in results if r["outcome"] != "COMPLETED"],
-            "client_retries": sum(r["retries"] for r in results), "server_error_lines": server_errors,
+            "client_retries": sum(r["retries"] for r in results), "server_error_lines": len(error_lines),
+            "first_error_lines": [line[:200] for line in error_lines[:2]],
+            "exceptions": exceptions,
             "wall_seconds": round(wall, 1),
             "slowest_run_seconds": round(max((r["seconds"] or 0) for r in results), 1)}
 
