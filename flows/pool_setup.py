@@ -103,8 +103,8 @@ def zombie_automation(heartbeat_frequency: int = DEFAULT_HEARTBEAT_FREQUENCY) ->
 
 
 def _same_rule(found: AutomationCore, wanted: AutomationCore) -> bool:
-    keys = ("trigger", "actions", "enabled")
-    return found.model_dump(mode="json", include=set(keys)) == wanted.model_dump(mode="json", include=set(keys))
+    keys = {"trigger", "actions", "enabled"}  # python mode: sets stay sets (JSON lists follow the hash seed)
+    return found.model_dump(include=keys) == wanted.model_dump(include=keys)
 
 
 async def _setup(pool: str, pool_type: str, heartbeat_frequency: int) -> SetupResult:
