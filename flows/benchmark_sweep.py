@@ -49,6 +49,22 @@ RUN_FLOW_NAME = "two-phase-evo"
 ARTIFACT_KEY = "benchmark-sweep"
 PROBLEMS_ARTIFACT_KEY = "benchmark-sweep-problems"
 DEFAULT_POLL_INTERVAL = 10.0
+RUN_TIMEOUT_FACTOR = 1.5
+RUN_TIMEOUT_MARGIN = 600.0
+
+
+def default_run_timeout(time_limit: float) -> float:
+    """The default ``run_timeout`` (issue 34): ``1.5 × time_limit + 600`` seconds once Running. A run
+    stops itself at its time limit, then grades and reports: the factor covers a step in flight
+    at the limit, the margin grading and a slow start. A dead worker's run is Crashed long before
+    (``swarm-evo pool setup``); this bound keeps a sweep from waiting for ever without that automation.
+
+    Raises:
+        ValueError: ``time_limit`` not > 0.
+    """
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
+    return RUN_TIMEOUT_FACTOR * time_limit + RUN_TIMEOUT_MARGIN
 
 
 def supported_policies() -> tuple[str, ...]:
@@ -120,7 +136,7 @@ RESUME_PARAMETERS = ("data_dir", "max_steps", "time_limit", "parallel_workers", 
 
 
 def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float | None,
+                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float,
                        max_resumes: int = 0) -> None:
     """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished.
 
@@ -137,7 +153,7 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
     sweep_id = str(context.flow_run.id) if context and context.flow_run else "local"
     sweep_store = rows.sweep_store
     waiting = list(items)
-    running: dict[object, tuple[tuple[str, str, int], float]] = {}
+    running: dict[object, tuple[tuple[str, str, int], float | None]] = {}  # id -> (item, seen Running at)
     resumes: dict[tuple[str, str, int], int] = {}
 
     def start(item, params: dict, flow_run_name: str) -> None:
@@ -147,7 +163,7 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
             tags=["swarm-evo", FLOW_NAME],
         )
         logger.info("run %s: flow run %s of %s", flow_run_name, flow_run.id, name)
-        running[flow_run.id] = (item, time.monotonic())
+        running[flow_run.id] = (item, None)
 
     with get_client(sync_client=True) as client:
         while waiting or running:
@@ -184,13 +200,15 @@ def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: d
                         "filesystem)",
                         resumes=done,
                     )
-                elif run_timeout is not None and time.monotonic() - started > run_timeout:
+                elif started is not None and time.monotonic() - started > run_timeout:
                     row = failed_row(
                         item, run_dir, data_dir, problems, problem_data_dir,
-                        f"flow run {flow_run_id} not finished after {run_timeout} s "
+                        f"flow run {flow_run_id} not finished {run_timeout:.0f} s after it started running "
                         f"(state {state.name if state else None}); it was left running",
                     )
                 else:
+                    if started is None and state is not None and state.is_running():
+                        running[flow_run_id] = (item, time.monotonic())  # queued time does not count
                     continue
                 del running[flow_run_id]
                 rows.add(item, row)
@@ -274,7 +292,10 @@ def benchmark_sweep(
         parallel_workers, time_limit, config_path, executor, llm_block, sandbox_block: passed
             to every run (see two_phase_evo).
         poll_interval: seconds between state polls of deployment runs.
-        run_timeout: seconds to wait for one deployment run before reporting it as failed.
+        run_timeout: seconds to wait for one deployment run, counted from when the sweep first sees
+            it Running (time queued for a free worker does not count), before reporting it as
+            failed; default :func:`default_run_timeout` of the runs' time limit (``time_limit``,
+            else the config's ``search.time_limit``).
         store: a run store (directory or fsspec URL, swarm_evo/store/): every run is mirrored to
             ``STORE/sweeps/<out_dir's name>/runs/<run name>/`` and its row is read from there,
             never from a worker's disk; the sweep's files are copied to ``STORE/sweeps/<name>/``.
@@ -306,6 +327,8 @@ def benchmark_sweep(
         raise sweep.SweepError(f"poll_interval must be > 0 seconds, got {poll_interval}")
     if max_resumes < 0:
         raise sweep.SweepError(f"max_resumes must be >= 0, got {max_resumes}")
+    if run_timeout is not None and run_timeout <= 0:
+        raise sweep.SweepError(f"run_timeout must be > 0 seconds, got {run_timeout}")
     # Validate the run parameters once (ConfigError names the key) before any run starts.
     config, _ = resolve_config(config_path, model=model, max_steps=max_steps, parallel_workers=parallel_workers,
                    time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block)
@@ -353,6 +376,8 @@ def benchmark_sweep(
         run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
                         config.search.parallel_workers)
     else:
+        if run_timeout is None:
+            run_timeout = default_run_timeout(config.search.time_limit)
         _run_on_deployment(items, parameters, rows, str(data_path), problem_tasks, problem_data, target,
                            max_parallel_runs or len(items), poll_interval, run_timeout, max_resumes)
     summary = publish_summary(rows.rows(), str(out_path))

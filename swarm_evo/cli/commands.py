@@ -14,6 +14,7 @@
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
     swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild]
+    swarm-evo pool setup --pool NAME [--type process|docker] [--heartbeat-frequency S]
     swarm-evo sweep (--data-dir DATA_DIR --competitions A,B | --problems tsp:kroA100,circle-packing)
                     --seeds N --policies two_phase,greedy,random --max-steps N --model M --out OUT_DIR
                     [--deployment NAME]
@@ -117,6 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     from swarm_evo.cli.env_cli import add_env_parser
 
     add_env_parser(sub)
+
+    from swarm_evo.cli.pool_cli import add_pool_parser
+
+    add_pool_parser(sub)
     return parser
 
 
@@ -332,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
         from swarm_evo.cli.env_cli import run_env
 
         return run_env(args)
+    if args.command == "pool":
+        from swarm_evo.cli.pool_cli import run_pool
+
+        return run_pool(args)
     if args.command == "sweep":  # bad input -> exit 2 inside run_sweep
         from swarm_evo.cli.sweep_cli import run_sweep
 

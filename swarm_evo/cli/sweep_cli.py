@@ -5,7 +5,7 @@
                     --policies two_phase,greedy,random --max-steps N --model M --out OUT_DIR
                     [--deployment NAME] [--parallel-runs R] [--parallel-workers W]
                     [--config FILE] [--time-limit SEC] [--executor local|docker]
-                    [--llm-block NAME] [--sandbox-block NAME] [--poll SECONDS]
+                    [--llm-block NAME] [--sandbox-block NAME] [--poll SECONDS] [--run-timeout SECONDS]
                     [--store URL] [--max-resumes N]
 
 Runs the ``benchmark-sweep`` flow (flows/benchmark_sweep.py): every (task, policy, seed) —
@@ -71,6 +71,9 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     s.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     s.add_argument("--poll", type=float, default=10.0, help="with --deployment: seconds between state polls")
+    s.add_argument("--run-timeout", type=float, default=None,
+                   help="with --deployment: seconds a run may stay Running before its row says failed "
+                   "(default 1.5 x the runs' time limit + 600)")
     s.add_argument("--store", default=None,
                    help="run store (directory or fsspec URL, e.g. s3://bucket/prefix; default $SWARM_EVO_STORE): runs "
                    "are mirrored to STORE/sweeps/<OUT's name>/runs/<run>/ and every row is read from there, so the "
@@ -155,6 +158,8 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         raise sweep.SweepError(f"--time-limit must be > 0 seconds (got {args.time_limit})")
     if args.poll <= 0:
         raise sweep.SweepError(f"--poll must be > 0 seconds (got {args.poll})")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise sweep.SweepError(f"--run-timeout must be > 0 seconds (got {args.run_timeout})")
     if args.max_resumes < 0:
         raise sweep.SweepError(f"--max-resumes must be >= 0 (got {args.max_resumes})")
     _check_store(args)
@@ -255,7 +260,7 @@ def run_sweep(args) -> int:
             max_parallel_runs=args.parallel_runs, parallel_workers=args.parallel_workers,
             time_limit=args.time_limit, config_path=str(args.config.resolve()) if args.config else None,
             executor=args.executor, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
-            poll_interval=args.poll, store=args.store, max_resumes=args.max_resumes,
+            poll_interval=args.poll, run_timeout=args.run_timeout, store=args.store, max_resumes=args.max_resumes,
         )
     except bad_input as exc:
         return _fail(str(exc))

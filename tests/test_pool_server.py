@@ -1,0 +1,269 @@
+"""Many machines, the server half (issue 34, items 5-7), with real parts: PostgreSQL from Debian's
+package and Prefect's server on it, both started by ``deployments/start-prefect-server.sh``;
+``swarm-evo pool setup`` against that server; a flow run whose process is SIGKILLed turning
+Crashed through the automation; the ``pool`` deployment's pull steps cloning a git repository at
+its pinned commit and installing it; the sweep's default ``run_timeout``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "deployments" / "start-prefect-server.sh"
+HEARTBEAT = 30  # Prefect 3.8.8's minimum PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _child_env(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without Prefect settings, the venv's bin first on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PREFECT_HOME=str(home),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT), **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    """PostgreSQL and Prefect's server on it, from deployments/start-prefect-server.sh, on free ports of
+    127.0.0.1; ``{"api_url", "dir", "env"}``. The state directory is under /tmp (as root the cluster
+    belongs to the ``postgres`` user, who cannot enter pytest's 0700 tmp directories)."""
+    state = Path(tempfile.mkdtemp(prefix="swarm-evo-pg-"))
+    port, pg_port = _free_port(), _free_port()
+    env = _child_env(state / "prefect-home", SWARM_EVO_SERVER_DIR=str(state), SWARM_EVO_PG_PORT=str(pg_port),
+                     SWARM_EVO_SERVER_HOST="127.0.0.1", SWARM_EVO_SERVER_PORT=str(port))
+    api_url = f"http://127.0.0.1:{port}/api"
+    log = open(state / "server.out", "w")
+    proc = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the server did not come up: {(state / 'server.out').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield {"api_url": api_url, "dir": state, "env": dict(env, PREFECT_API_URL=api_url)}
+    finally:
+        with __import__("contextlib").suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+        subprocess.run(["bash", str(SCRIPT), "--stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _swarm_evo(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "swarm_evo.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+async def _automations(api_url: str, name: str):
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api_url) as client:
+        return await client.read_automations_by_name(name), await client.read_work_pools()
+
+
+@pytest.mark.slow
+def test_server_runs_on_postgresql_and_its_script_is_idempotent(pg_server):
+    again = subprocess.run(["bash", str(SCRIPT), "--postgres-only"], env=pg_server["env"], capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "creating" not in again.stdout and "created" not in again.stdout, again.stdout  # found, not remade
+    assert "postgresql+asyncpg://prefect:" in again.stdout
+    out = (pg_server["dir"] / "server.out").read_text()
+    assert f"PREFECT_API_URL={pg_server['api_url']}" in out
+    assert (pg_server["dir"] / "postgres" / "PG_VERSION").is_file()
+    assert oct((pg_server["dir"] / "prefect-password").stat().st_mode & 0o777) == "0o600"
+    assert httpx.get(f"{pg_server['api_url']}/admin/version", timeout=10).status_code == 200
+
+
+@pytest.mark.slow
+def test_pool_setup_creates_the_pool_and_the_automation_once(pg_server):
+    from flows.pool_setup import AUTOMATION_NAME, FINAL_EVENTS, HEARTBEAT_EVENT
+
+    first = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
+    assert first.returncode == 0, first.stderr
+    assert "work pool pool-a (process): created" in first.stdout
+    assert "Crashed): created" in first.stdout
+    assert f"PREFECT_API_URL={pg_server['api_url']} PREFECT_FLOWS_HEARTBEAT_FREQUENCY=30 " \
+           "prefect worker start --pool pool-a" in first.stdout
+    second = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
+    assert second.returncode == 0, second.stderr
+    assert "work pool pool-a (process): already exists" in second.stdout
+    assert "Crashed): already exists" in second.stdout
+    automations, pools = asyncio.run(_automations(pg_server["api_url"], AUTOMATION_NAME))
+    assert len(automations) == 1 and [p.name for p in pools].count("pool-a") == 1
+    trigger = automations[0].trigger
+    assert trigger.posture == "Proactive" and trigger.after == {HEARTBEAT_EVENT}
+    assert trigger.expect == {HEARTBEAT_EVENT, *FINAL_EVENTS}
+    assert trigger.for_each == {"prefect.resource.id"} and trigger.threshold == 1
+    assert trigger.within.total_seconds() == 2 * HEARTBEAT
+    assert [(a.type, a.state.value) for a in automations[0].actions] == [("change-flow-run-state", "CRASHED")]
+    # bad input: one line, exit 2
+    wrong_type = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a", "--type", "docker")
+    assert wrong_type.returncode == 2 and "exists with type process" in wrong_type.stderr
+    assert len(wrong_type.stderr.strip().splitlines()) == 1
+
+
+def test_pool_setup_names_prefect_api_url_when_no_server_answers(tmp_path):
+    env = _child_env(tmp_path, PREFECT_API_URL=f"http://127.0.0.1:{_free_port()}/api")
+    proc = _swarm_evo(env, "pool", "setup", "--pool", "p")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "PREFECT_API_URL=http://127.0.0.1:" in proc.stderr and "start-prefect-server.sh" in proc.stderr
+    unset = _swarm_evo(_child_env(tmp_path), "pool", "setup", "--pool", "p")
+    assert unset.returncode == 2 and "set PREFECT_API_URL" in unset.stderr
+    low = _swarm_evo(env, "pool", "setup", "--pool", "p", "--heartbeat-frequency", "5")
+    assert low.returncode == 2 and "--heartbeat-frequency must be >= 30" in low.stderr
+
+
+PROBE = textwrap.dedent("""
+    import sys, time
+    from prefect import flow
+    from prefect.context import FlowRunContext
+
+    @flow(name="heartbeat-probe")
+    def probe(seconds: float):
+        print("RUN", FlowRunContext.get().flow_run.id, flush=True)
+        time.sleep(seconds)
+
+    probe(float(sys.argv[1]))
+""")
+
+
+def _start_probe(env: dict, seconds: float, path: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, str(path), str(seconds)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if line.startswith("RUN "):
+            return proc, line.split()[1]
+    raise AssertionError(f"the probe flow did not start (exit {proc.wait()})")
+
+
+@pytest.mark.slow
+def test_a_flow_run_whose_process_dies_turns_crashed_through_the_automation(pg_server, tmp_path):
+    """Heartbeats every 30 s (Prefect's minimum), automation ``within`` 60 s: a run SIGKILLed 3 s
+    after its first heartbeat is Crashed ≈ 60-65 s later (the server checks proactive triggers every
+    5 s); a live run beside it, heartbeating, is not touched and completes."""
+    from prefect.client.orchestration import SyncPrefectClient
+
+    setup = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
+    assert setup.returncode == 0, setup.stderr
+    (tmp_path / "probe.py").write_text(PROBE)
+    env = dict(pg_server["env"], PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT))
+    live, live_id = _start_probe(env, 75, tmp_path / "probe.py")
+    dead, dead_id = _start_probe(env, 600, tmp_path / "probe.py")
+    try:
+        time.sleep(3)  # the first heartbeat is sent as the flow function starts
+        os.killpg(dead.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        with SyncPrefectClient(pg_server["api_url"]) as client:
+            while True:
+                state = client.read_flow_run(dead_id).state
+                if not state.is_running() or time.monotonic() - killed > 2 * HEARTBEAT + 30:
+                    break
+                time.sleep(1)
+            crashed_after = time.monotonic() - killed
+            assert state.is_crashed(), f"still {state.name} {crashed_after:.0f} s after the kill"
+            assert "no heartbeat" in state.message
+            print(f"crashed {crashed_after:.1f} s after SIGKILL")
+            assert crashed_after <= 2 * HEARTBEAT + 10, crashed_after
+            assert client.read_flow_run(live_id).state.is_running()
+            assert live.wait(timeout=60) == 0
+            assert client.read_flow_run(live_id).state.is_completed()
+    finally:
+        for proc in (live, dead):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+PULL = textwrap.dedent("""
+    import asyncio, json, os, sys
+    import yaml
+    from prefect.deployments.steps.core import run_steps
+    from prefect.utilities.templating import apply_values
+
+    config = yaml.safe_load(open(sys.argv[1]))
+    [deployment] = [d for d in config["deployments"] if d["name"] == "pool"]
+    steps = apply_values(deployment["pull"], dict(os.environ), remove_notset=False)  # what `prefect deploy` does
+    output = asyncio.run(run_steps(steps))  # what a worker's flow run does before importing the entrypoint
+    print(json.dumps({"directory": output["directory"], "steps": [next(iter(s)) for s in steps]}))
+""")
+
+
+@pytest.mark.slow
+def test_the_pool_deployment_clones_the_pinned_commit_and_installs_it(pg_server, tmp_path):
+    """The ``pool`` deployment's own pull steps (prefect.yaml), templated as ``prefect deploy`` does
+    and run by Prefect's ``run_steps`` in a fresh working directory: ``git_clone`` of a ``file://``
+    clone of this repository at the pinned commit (its HEAD; a later commit exists on its branch), then
+    ``pip_install_requirements`` installing the clone (into a ``PIP_TARGET`` directory, without
+    its dependencies, so that the test leaves the suite's environment alone)."""
+    origin = tmp_path / "origin"
+    # a whole clone: from a shallow repository, git_clone's `clone --filter=blob:none --no-checkout` + `fetch
+    # origin SHA` hung (git 2.39, 300 s)
+    subprocess.run(["git", "clone", "-q", f"file://{ROOT}", str(origin)], check=True, timeout=120)
+    git = ["git", "-C", str(origin), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    pinned = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (origin / "LATER.txt").write_text("a later commit\n")
+    subprocess.run([*git, "add", "LATER.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "later"], check=True)
+
+    work, target = tmp_path / "flow-run", tmp_path / "site"
+    work.mkdir()
+    env = dict(pg_server["env"], SWARM_EVO_GIT_URL=f"file://{origin}", SWARM_EVO_GIT_COMMIT=pinned,
+               PIP_TARGET=str(target), PIP_NO_DEPS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("PYTHONPATH")
+    (tmp_path / "pull.py").write_text(PULL)
+    proc = subprocess.run([sys.executable, str(tmp_path / "pull.py"), str(ROOT / "prefect.yaml")], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["steps"] == ["prefect.deployments.steps.git_clone", "prefect.deployments.steps.pip_install_requirements"]
+    clone = work / out["directory"]
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    assert head.stdout.strip() == pinned
+    assert (clone / "flows" / "two_phase_evo.py").is_file() and not (clone / "LATER.txt").exists()
+    assert (target / "swarm_evo" / "__init__.py").is_file() and (target / "flows" / "two_phase_evo.py").is_file()
+
+
+def test_the_sweep_waits_for_a_deployment_run_one_and_a_half_time_limits_and_ten_minutes():
+    import inspect
+
+    from flows.benchmark_sweep import benchmark_sweep, default_run_timeout
+    from swarm_evo.cli.commands import main
+
+    assert default_run_timeout(3600) == 1.5 * 3600 + 600
+    assert default_run_timeout(43_200) == 65_400  # the config's default time limit: 18 h 10 min
+    with pytest.raises(ValueError, match="time_limit"):
+        default_run_timeout(0)
+    assert inspect.signature(benchmark_sweep.fn).parameters["run_timeout"].default is None  # explicit still wins
+    assert main(["sweep", "--problems", "circle-packing", "--run-timeout", "0"]) == 2
