@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
-from swarm_evo.population.journal import JOURNAL_FILE
+from swarm_evo.population.journal import JOURNAL_FILE, atomic_write_text
 from swarm_evo.reporting.report import RESULT_FILE
 from swarm_evo.store import Store, fetch_files, put_object
 from swarm_evo.sweeps.sweep import (
@@ -32,8 +32,10 @@ from swarm_evo.sweeps.sweep import (
 from swarm_evo.sweeps.sweep_problems import PROBLEM_REPORT_FILE, PROBLEM_REPORTS_FILE
 
 SWEEPS_DIR = "sweeps"
-RUN_REPORT_FILES = (GRADE_REPORT_FILE, PROBLEM_REPORT_FILE, RESULT_FILE, MLEBENCH_SUBMISSION_FILE)
-"""The files of a run a sweep's rows are made of (the rest of the run stays in the store)."""
+SUBMISSION_FILE = "submission/submission.csv"
+RUN_REPORT_FILES = (GRADE_REPORT_FILE, PROBLEM_REPORT_FILE, RESULT_FILE, MLEBENCH_SUBMISSION_FILE, SUBMISSION_FILE)
+"""The files of a run a sweep's rows are made of, and the submission they grade (the rest of the
+run stays in the store)."""
 OUTPUT_FILES = (REPORTS_FILE, PROBLEM_REPORTS_FILE, SUMMARY_FILE, MLEBENCH_SUBMISSIONS_FILE, MLEBENCH_REPORT_FILE)
 """The sweep's own files, written to its output folder and copied to the store."""
 
@@ -66,9 +68,12 @@ class SweepStore:
         return run.fs.exists(run.path(JOURNAL_FILE))
 
     def fetch_reports(self, run_name: str, local_run_dir: Path) -> dict | None:
-        """Copy the run's report files (:data:`RUN_REPORT_FILES`) from the store into
-        ``local_run_dir`` (the sweep's ``OUT/runs/<run name>``), replacing any local copy, and
-        return the run's ``result.json`` (None when the run wrote none).
+        """Copy the run's report files and submission (:data:`RUN_REPORT_FILES`) from the store
+        into ``local_run_dir`` (the sweep's ``OUT/runs/<run name>``), replacing any local copy,
+        and return the run's ``result.json`` (None when the run wrote none). The copied
+        ``grade_report.json`` and ``mlebench_submission.jsonl`` name the local copy of the
+        submission as ``submission_path`` (the run wrote its worker's path), so MLE-bench's
+        ``mlebench grade --submission OUT/mlebench_submissions.jsonl`` grades it here.
 
         Raises:
             OSError and the store's own errors: the store cannot be read.
@@ -76,6 +81,10 @@ class SweepStore:
         run = self.location.run(run_name)
         run.fs.invalidate_cache()
         fetch_files(run, Path(local_run_dir), RUN_REPORT_FILES)
+        submission = Path(local_run_dir) / SUBMISSION_FILE
+        if submission.is_file():  # the reports name the worker's file: name this machine's copy
+            for name in (GRADE_REPORT_FILE, MLEBENCH_SUBMISSION_FILE):
+                _repoint(Path(local_run_dir) / name, str(submission.resolve()))
         try:
             result = json.loads((Path(local_run_dir) / RESULT_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -88,3 +97,15 @@ class SweepStore:
             path = Path(out_dir) / name
             if path.is_file():
                 put_object(self.location, name, path.read_bytes())
+
+
+def _repoint(path: Path, submission_path: str) -> None:
+    """Set ``submission_path`` in the JSON object (or one-line JSONL) file ``path``, if it exists."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and "submission_path" in data:
+        data["submission_path"] = submission_path
+        text = json.dumps(data) + "\n" if path.suffix == ".jsonl" else json.dumps(data, indent=2)
+        atomic_write_text(path, text)
