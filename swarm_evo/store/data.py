@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from swarm_evo.store.location import Store, StoreError, open_store
+from swarm_evo.store.location import Store, StoreError, _hint, open_store
 
 DATA_CACHE_ENV = "SWARM_EVO_DATA_CACHE"
 """Environment variable naming the data cache's folder (default ``$XDG_CACHE_HOME/swarm-evo/data``)."""
@@ -109,7 +109,8 @@ def _timed(store: Store, what: str, call: Callable[[], _T], timeout: float, verb
         raise
     except Exception as exc:
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
-        raise StoreError(f"{store.url}: cannot {verb} ({message}) while {what}") from None
+        hint = "" if store.is_local else f"; {_hint(store)}"
+        raise StoreError(f"{store.url}: cannot {verb} ({message}) while {what}{hint}") from None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
