@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -170,7 +171,7 @@ def test_the_answers_reach_the_machine_only_when_a_submission_is_graded(tmp_path
 def test_a_run_reads_the_competition_from_the_store(prefect_server, kind, request, tmp_path, cache, local_copy):
     """A run with ``data_dir=URL``: its programs see the cached public part as ``input/`` (no
     answer in it), its grade equals grading the same submission on a local copy, and its journal
-    records the URL (a resume elsewhere reads the store again)."""
+    records the URL, and a resume on a machine with no data cached reads the store again."""
     from flows.two_phase_evo import two_phase_evo
 
     url = _url(kind, request, tmp_path)
@@ -200,6 +201,11 @@ def test_a_run_reads_the_competition_from_the_store(prefect_server, kind, reques
         assert all(p.read_bytes() != answers for p in seen), "no answer file where a program looks"
     assert not Path(os.path.realpath(part_root(url, "private"))).is_relative_to(public.resolve())
     assert (part_root(url, "private") / COMP / "prepared/private/test.csv").read_bytes() == answers
+
+    shutil.rmtree(cache)  # another machine: no data cached; the resume reads the store again
+    two_phase_evo(resume=str(run_dir), max_steps=3)
+    assert len(json.loads((run_dir / "journal.json").read_text())["nodes"]) == 3
+    assert sorted(p.name for p in public.iterdir()) == sorted(p.name for p in (local_copy / COMP / "prepared/public").iterdir())
 
 
 @pytest.mark.parametrize("kind", KINDS)
