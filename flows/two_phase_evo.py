@@ -86,7 +86,10 @@ def two_phase_evo(
     Args:
         competition_id: a built-in id or a folder ``<data_dir>/<id>`` with config.yaml.
         data_dir: MLE-bench data directory (``<data_dir>/<id>/prepared/{public,private}``;
-            default ``data``); for a problem, where its data file is looked up.
+            default ``data``), or a store location holding the same (an fsspec URL such as
+            ``s3://bucket/prefix/data``, read through this machine's data cache, the private
+            answers only to grade: swarm_evo/store/data.py); for a problem, the local folder
+            where its data file is looked up.
         problem: a problem to evolve instead of a competition: a built-in name
             (circle-packing, tsp, count-primes) or a problem folder (SPEC §11).
         instance: the problem's instance (``problem.instance``), e.g. ``kroA100`` for tsp, looked
@@ -150,7 +153,7 @@ def two_phase_evo(
     session = open_session(
         competition_id=competition_id,
         problem=problem,
-        data_dir=Path(data_dir) if data_dir else (None if problem else Path("data")),
+        data_dir=data_dir or (None if problem else "data"),  # a local folder or a store URL
         run_dir=run_path,
         config=config,
         endpoint=endpoint_for(config.model, api_key),

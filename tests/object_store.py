@@ -78,7 +78,7 @@ class SeaweedFS:
     def start_gateway(self) -> None:
         """Start the S3 gateway and wait until the buckets take writes."""
         self.gateway = self._spawn(["s3", f"-filer=127.0.0.1:{self._ports['filer']}.{self._grpc['filer']}", f"-port={self.s3_port}",
-                                    f"-port.grpc={self._grpc['s3']}", "-port.iceberg=0", "-ip.bind=127.0.0.1"],
+                                    f"-port.grpc={self._grpc['s3']}", "-port.iceberg=0", "-port.lance=0", "-ip.bind=127.0.0.1"],
                                    "gateway.log")
         _create_buckets(self.env, self.buckets, self.gateway, self.data_dir / "gateway.log")
 

@@ -251,10 +251,14 @@ def test_resume_of_a_run_url_that_cannot_work_names_it(tmp_path, prefect_home, a
     assert_bad_input(tmp_path, prefect_home, args, *needles)
 
 
-@pytest.mark.parametrize("args, option, url", [
-    (["prepare", "spaceship-titanic", "--data-dir", "s3://bucket/data"], "--data-dir", "s3://bucket/data"),
-    (["run", "--competition-id", COMP, "--data-dir", "gs://bucket/data", "--max-steps", "1"], "--data-dir",
-     "gs://bucket/data"),
+@pytest.mark.parametrize("args, option, url", [  # --data-dir of prepare, run and grade takes a store URL
+    (["prepare", "spaceship-titanic", "--raw-dir", "s3://bucket/raw", "--data-dir", "data"], "--raw-dir",
+     "s3://bucket/raw"),
+    (["prepare", "spaceship-titanic", "--data-dir", "s3:/bucket/data"], "--data-dir", "s3://bucket/data"),
+    (["run", "--competition-id", COMP, "--data-dir", "data", "--config", "gs://bucket/c.yaml"], "--config",
+     "gs://bucket/c.yaml"),
+    (["grade", "--competition-id", COMP, "--data-dir", "data", "--mlebench-repo", "s3://bucket/mle-bench",
+      "sub.csv"], "--mlebench-repo", "s3://bucket/mle-bench"),
     (["run", "--competition-id", COMP, "--data-dir", "data", "--run-dir", "s3://bucket/runs/a"], "--run-dir",
      "s3://bucket/runs/a"),
     (["grade", "--competition-id", COMP, "--data-dir", "data", "https://host/sub.csv"], "SUBMISSION",

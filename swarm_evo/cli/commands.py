@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from swarm_evo.cli.local_paths import url_argument
+from swarm_evo.cli.local_paths import data_location, url_argument
 from swarm_evo.cli.store_option import STORE_HELP, check_store_option, store_source
 
 EXIT_BAD_INPUT = 2
@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="write a competition in MLE-bench's layout")
     p.add_argument("competition_id")
     p.add_argument("--raw-dir", type=Path, default=None, help="raw Kaggle files (not needed for sklearn-*)")
-    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--data-dir", type=data_location, required=True,
+                   help="the data directory, or a store location (an fsspec URL: s3://bucket/prefix/data)")
 
     r = sub.add_parser("run", help="run the two-phase evolutionary search (Prefect flow two-phase-evo)")
     target = r.add_mutually_exclusive_group(required=True)
@@ -53,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--instance", default=None,
                    help="instance of a problem that has several (config problem.instance), e.g. kroA100 for tsp: "
                    "the file tsp/kroA100.tsp in the data directory (default: the problem's own, berlin52 for tsp)")
-    r.add_argument("--data-dir", type=Path, default=None,
-                   help="MLE-bench data directory (required with --competition-id); a problem's data files")
+    r.add_argument("--data-dir", type=data_location, default=None,
+                   help="MLE-bench data directory or a store location (s3://bucket/prefix/data, read through "
+                   "a local cache; required with --competition-id); a problem's data files (a local folder)")
     r.add_argument("--model", default=None, help="'offline' (default) or a litellm model name")
     r.add_argument("--max-steps", type=int, default=None)
     r.add_argument("--seed", type=int, default=None)
@@ -100,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("grade", help="grade a submission against the private answers; prints JSON")
     g.add_argument("--competition-id", required=True)
-    g.add_argument("--data-dir", type=Path, required=True)
+    g.add_argument("--data-dir", type=data_location, required=True,
+                   help="MLE-bench data directory or a store location (fsspec URL)")
     g.add_argument("submission", type=Path)
     g.add_argument("--mlebench-repo", type=Path, default=None,
                    help="an mle-bench checkout (config.yaml, leaderboard.csv; default $MLEBENCH_REPO)")
@@ -134,6 +137,11 @@ def _fail(message: str) -> int:
 def _prepare(args) -> int:
     from swarm_evo.competition import prepare_competition
 
+    if isinstance(args.data_dir, str):  # a store URL: prepared here, then uploaded
+        from swarm_evo.cli.store_data import prepare_to_store
+
+        print(f"prepared {args.competition_id} in {prepare_to_store(args.competition_id, args.raw_dir, args.data_dir)}")
+        return 0
     competition = prepare_competition(args.competition_id, args.raw_dir, args.data_dir)
     print(f"prepared {competition.id} in {competition.data_dir}")
     return 0
@@ -142,7 +150,12 @@ def _prepare(args) -> int:
 def _grade(args) -> int:
     from swarm_evo.competition import grade_submission, load_competition
 
-    competition = load_competition(args.competition_id, args.data_dir, args.mlebench_repo)
+    if isinstance(args.data_dir, str):  # a store URL: the public and private parts through the data cache
+        from swarm_evo.cli.store_data import graded_competition
+
+        competition = graded_competition(args.competition_id, args.data_dir, args.mlebench_repo)
+    else:
+        competition = load_competition(args.competition_id, args.data_dir, args.mlebench_repo)
     # the user's own file: a link to it is fine (program files are read without following links)
     report = grade_submission(Path(args.submission).resolve(), competition)
     print(report.to_json(indent=None if args.jsonl else 2))
@@ -164,8 +177,12 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     from swarm_evo.competition import CompetitionError
     from swarm_evo.objective.load import load_objective
 
+    from swarm_evo.store import StoreError
+
     try:  # first, before litellm and the sandbox are imported: a wrong --data-dir answers in ~1 s
         objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
+    except StoreError as exc:  # a store URL as the data directory that cannot be opened or read
+        raise StoreError(f"--data-dir {exc}") from None
     except CompetitionError as exc:
         if competition_id and "not found: prepare" in str(exc):
             raise CompetitionError(
@@ -310,8 +327,7 @@ def _resume(args) -> int:
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)
     check_store_option(config, store_source(args))
-    _preflight(config, api_key, info.competition_id, info.problem,
-               Path(info.data_dir) if info.data_dir else None, None)
+    _preflight(config, api_key, info.competition_id, info.problem, info.data_dir, None)  # a path or a store URL
     print(f"resuming {run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
     from flows._ephemeral import start_ephemeral_api
     from flows.two_phase_evo import two_phase_evo

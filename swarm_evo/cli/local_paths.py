@@ -1,4 +1,6 @@
-"""The command line's path options take local (or mounted) paths, never a URL.
+"""The command line's path options take local (or mounted) paths, never a URL, except the
+options typed :func:`data_location` (``--data-dir`` of ``prepare``, ``run`` and ``grade``), which
+also take a store URL (issue 34, swarm_evo/store/data.py).
 
 ``Path("s3://bucket/data")`` is the relative path ``s3:/bucket/data``: without this check
 ``swarm-evo prepare … --data-dir s3://bucket/data`` wrote a folder named ``s3:`` in the working
@@ -16,6 +18,18 @@ URL_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 """A scheme and ``:/`` (what is left of ``scheme://`` once ``Path`` collapsed the slashes):
 ``s3:/``, ``gs:/``, ``sftp:/``, ``file:/``, ``https:/``. fsspec reads the same prefix as a
 protocol."""
+
+
+STORE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+"""``scheme://``: a store URL (swarm_evo.store.location.is_url; not imported here, so that parsing
+the command line does not import fsspec)."""
+
+
+def data_location(text: str) -> str | Path:
+    """The ``type`` of an option that takes a local folder or a store URL: ``scheme://...`` kept
+    as a string (``Path`` would collapse its ``//``), anything else a ``Path`` (so a ``s3:/x``
+    that lost a slash is still refused by :func:`url_argument`)."""
+    return text if STORE_URL.match(text) else Path(text)
 
 
 def _actions(parser: argparse.ArgumentParser, args: argparse.Namespace):

@@ -172,7 +172,8 @@ def mlebench_competition_dir(mlebench_repo: Path | str | None, competition_id: s
     return root / "mlebench" / "competitions" / competition_id
 
 
-def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | str | None = None) -> Competition:
+def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | str | None = None, *,
+                     private_root: Path | None = None) -> Competition:
     """Load competition ``competition_id`` prepared under ``data_dir``.
 
     Args:
@@ -184,6 +185,9 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
             lacks of ``config.yaml``, ``leaderboard.csv`` and the description is read in place
             from its ``mlebench/competitions/<id>/`` (so ``mlebench prepare`` data runs with no
             file copied). A leaderboard that is still a Git LFS pointer is reported when graded.
+        private_root: the folder holding ``<id>/prepared/private/`` when it is not ``data_dir``
+            (a store's data cache, swarm_evo/store/data.py, fetches the answers only to grade):
+            the private files are then neither required nor checked here.
 
     The id column is the built-in's ``id_column``, the config's ``dataset.id_column`` or else
     the sample submission's first column; the target columns are the config's
@@ -207,7 +211,8 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
     if not config_path.is_file() and upstream is not None and (upstream / "config.yaml").is_file():
         config_path = upstream / "config.yaml"
     public_dir = comp_dir / "prepared" / "public"
-    private_dir = comp_dir / "prepared" / "private"
+    answers_root = data_dir if private_root is None else Path(private_root)
+    private_dir = answers_root / competition_id / "prepared" / "private"
     hint = prepare_hint(competition_id, data_dir)
 
     if spec is not None:
@@ -221,7 +226,8 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
         answers_path = private_dir / "test.csv"
         sample_path = public_dir / "sample_submission.csv"
         required = [(public_dir / name, _role(name, "public")) for name in spec.public_files]
-        required += [(private_dir / name, _role(name, "private")) for name in spec.private_files]
+        if private_root is None:
+            required += [(private_dir / name, _role(name, "private")) for name in spec.private_files]
         folders = [(public_dir / name, f"public {name}/ folder") for name in spec.public_folders]
         id_column: str | None = spec.id_column
         target_columns: list[str] | None = None
@@ -243,13 +249,13 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
         fields = {k: cfg[k] for k in ("name", "competition_type", "awards_medals", "grader_name")}
         fields["in_mlebench"] = (upstream is not None and config_path.parent == upstream) or cfg["grade_fn"].startswith(
             "mlebench.competitions.")
-        answers_path = _resolve(data_dir, cfg["answers"])
+        answers_path = _resolve(answers_root, cfg["answers"])
         sample_path = _resolve(data_dir, cfg["sample_submission"])
         try:
             get_grader(cfg["grader_name"])
         except CompetitionError as exc:
             raise CompetitionError(f"{config_path}: field 'grader.name': {exc}") from None
-        required = [(sample_path, "sample submission"), (answers_path, "private answers")]
+        required = [(sample_path, "sample submission")] + ([(answers_path, "private answers")] * (private_root is None))
         folders = []
         known_id, known_targets = MLEBENCH_COLUMNS.get(competition_id, (None, None))
         id_column = cfg["id_column"] or known_id
@@ -272,7 +278,8 @@ def load_competition(competition_id: str, data_dir: Path, mlebench_repo: Path | 
             f"{sample_path}: target column(s) {unknown} (field 'dataset.target_columns' of {config_path}) are not "
             f"columns of the sample submission besides the id {id_column!r}; columns found: {columns}"
         ))
-    check_answer_ids(answers_path, sample_path, id_column, f"re-prepare the competition: {hint}")
+    if private_root is None:
+        check_answer_ids(answers_path, sample_path, id_column, f"re-prepare the competition: {hint}")
     description_path = public_dir / "description.md"
     if not description_path.is_file() and upstream is not None:
         description_path = upstream / "description.md"

@@ -2,7 +2,7 @@
 
 ``Objective`` is the interface; ``CompetitionObjective`` and ``ProblemObjective`` implement it.
 
-May import: sandbox, config, competition, population, evaluation, prompting, search.
+May import: sandbox, config, competition, population, store, evaluation, prompting, search.
 """
 
 from swarm_evo.objective.base import Assessment, Objective

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from swarm_evo.competition import (
     Competition,
@@ -45,8 +45,11 @@ class CompetitionObjective:
     loci: tuple[str, ...] = LOCI
     required_loci: tuple[str, ...] = REQUIRED_NON_STUB
 
-    def __init__(self, competition: Competition):
+    def __init__(self, competition: Competition, fetch_answers: Callable[[], object] | None = None):
+        """``fetch_answers``: called before a submission is graded, to bring the private answers
+        (a competition read from a store: swarm_evo/objective/load.py); None when they are local."""
         self.competition = competition
+        self.fetch_answers = fetch_answers
         self.id = competition.id
         self.is_lower_better = competition.is_lower_better
         self.agent_texts_dir = templates_dir() / "agents"
@@ -164,6 +167,8 @@ class CompetitionObjective:
         (``competition_id``, ``submission_path``), the input of ``mlebench grade --submission``.
         """
         target = run_dir / SUBMISSION
+        if self.fetch_answers is not None and target.is_file():
+            self.fetch_answers()  # the answers reach this machine only now, outside every program's view
         report = grade_submission(target, self.competition)
         atomic_write_text(run_dir / "grade_report.json", report.to_json(indent=2))
         if self.competition.in_mlebench:  # `mlebench grade --submission RUN_DIR/mlebench_submission.jsonl`

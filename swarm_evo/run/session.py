@@ -41,7 +41,7 @@ from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
 from swarm_evo.objective import Objective, ProblemObjective
-from swarm_evo.objective.load import load_objective
+from swarm_evo.objective.load import load_objective, recorded_data_dir
 from swarm_evo.population.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
 from swarm_evo.run.prompt_budget import check_prompt_window
@@ -242,7 +242,7 @@ def open_session(
     *,
     competition_id: str | None = None,
     problem: str | None = None,
-    data_dir: Path | None = None,
+    data_dir: str | Path | None = None,
     run_dir: Path,
     config: RunConfig,
     endpoint: ModelEndpoint,
@@ -280,7 +280,7 @@ def open_session(
     journal.info.update(
         **({"competition_id": objective.id} if objective.kind == "competition" else {"problem": objective.id}),
         **({"instance": objective.instance} if getattr(objective, "instance", None) else {}),
-        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+        data_dir=recorded_data_dir(data_dir),  # a store URL as given: a resume elsewhere reads the store
         model=endpoint.name,
         seed=config.seed,
         config=config.model_dump(mode="json"),

@@ -5,7 +5,8 @@ from there.
 
 - :mod:`~swarm_evo.store.location`: ``open_store``, ``check_store``, ``Store``, ``StoreError``;
 - :mod:`~swarm_evo.store.mirror`: ``RunMirror``, the background upload of a run directory;
-- :mod:`~swarm_evo.store.fetch`: a run back into a local directory, one JSON file of a run.
+- :mod:`~swarm_evo.store.fetch`: a run back into a local directory, one JSON file of a run;
+- :mod:`~swarm_evo.store.data`: prepared competitions in the store, read through a local cache.
 
 May import: sandbox, population.
 """
