@@ -18,6 +18,8 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.evaluation import ProblemError, load_problem
+from swarm_evo.objective.load import stored_competition
+from swarm_evo.store import StoreError, is_url
 from swarm_evo.sweeps import sweep, sweep_problems
 from swarm_evo.sweeps.sweep_store import SweepStore
 
@@ -26,10 +28,13 @@ Item = tuple[str, str, int]
 
 
 def _direction(competition_id: str, data_dir: str) -> bool:
-    """is_lower_better of the competition (False when it cannot be loaded here)."""
+    """is_lower_better of the competition (False when it cannot be loaded here); a store URL is
+    read through this machine's data cache (its public part)."""
     try:
+        if is_url(data_dir):
+            return stored_competition(competition_id, data_dir).is_lower_better
         return load_competition(competition_id, Path(data_dir)).is_lower_better
-    except CompetitionError:
+    except (CompetitionError, StoreError):
         return False
 
 

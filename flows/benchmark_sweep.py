@@ -40,7 +40,8 @@ from flows.run_config import resolve_config
 from flows.two_phase_evo import two_phase_evo
 from swarm_evo.competition import load_competition
 from swarm_evo.evaluation import load_problem
-from swarm_evo.store import checked_store
+from swarm_evo.objective.load import stored_competition
+from swarm_evo.store import checked_store, is_url
 from swarm_evo.sweeps import sweep, sweep_problems
 from swarm_evo.sweeps.sweep_store import SweepStore
 
@@ -280,13 +281,15 @@ def benchmark_sweep(
         seeds: N (seeds 0..N-1) or a list of seeds; one run per seed.
         policies: search policies (``two_phase``, ``greedy``, ``random``; default ``[two_phase]``).
         model: litellm model or ``offline``; max_steps: each run's budget (nodes).
-        data_dir: MLE-bench data directory, as seen by the machines that run the runs.
+        data_dir: MLE-bench data directory, as seen by the machines that run the runs, or a store
+            URL the competitions were prepared in (``swarm-evo prepare … --data-dir URL``).
         out_dir: output folder (default ``runs/sweeps/<UTC time>``); run directories are
             ``OUT/runs/<competition>-<policy>-s<seed>`` or ``OUT/runs/<problem>-<instance>-<policy>-s<seed>``
             (an existing one is continued).
         deployment: a two-phase-evo deployment (``NAME`` or ``two-phase-evo/NAME``): runs go
             to its work pool through ``run_deployment``; None runs them here as subflows.
-            Workers must see ``data_dir`` and ``out_dir`` at the same (absolute) paths.
+            Without a store, workers must see ``data_dir`` and ``out_dir`` at the same (absolute)
+            paths.
         max_parallel_runs: runs at once (default 1 here; all of them with a deployment, whose
             work pool and workers then limit the concurrency).
         parallel_workers, time_limit, config_path, executor, llm_block, sandbox_block: passed
@@ -332,14 +335,18 @@ def benchmark_sweep(
     # Validate the run parameters once (ConfigError names the key) before any run starts.
     config, _ = resolve_config(config_path, model=model, max_steps=max_steps, parallel_workers=parallel_workers,
                    time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block)
-    data_path = Path(data_dir).expanduser().resolve()
+    stored_data = is_url(data_dir)  # a store URL: each run reads it through its machine's data cache
+    data_path = data_dir if stored_data else str(Path(data_dir).expanduser().resolve())
     out_path = Path(out_dir).expanduser().resolve() if out_dir else sweep.default_out_dir().resolve()
     run_store = checked_store(store)  # StoreError: cannot be reached or written
     sweep_store = SweepStore(run_store, out_path.name) if run_store is not None else None
     target = deployment_name(deployment) if deployment else None
     if target is None:
         for competition_id in competition_ids:
-            load_competition(competition_id, data_path)  # CompetitionError: not prepared
+            if stored_data:  # CompetitionError: not prepared; StoreError: the store does not answer
+                stored_competition(competition_id, data_path)
+            else:
+                load_competition(competition_id, Path(data_path))  # CompetitionError: not prepared
     else:
         check_deployment(target)
     problem_data = str(Path(problem_data_dir).expanduser().resolve()) if problem_data_dir else None
@@ -351,7 +358,7 @@ def benchmark_sweep(
     parameters = {}
     for task, policy, seed in items:
         problem_task = problem_tasks.get(task)
-        target_params = (dict(competition_id=task, data_dir=str(data_path)) if problem_task is None else
+        target_params = (dict(competition_id=task, data_dir=data_path) if problem_task is None else
                          dict(problem=problem_task.problem, instance=problem_task.instance, data_dir=problem_data))
         label = task if problem_task is None else problem_task.label
         run_name = sweep.run_name(label, policy, seed)
@@ -373,12 +380,12 @@ def benchmark_sweep(
 
     rows = Rows(items, out_path, sweep_store)
     if target is None:
-        run_in_process(items, parameters, rows, str(data_path), problem_tasks, problem_data, max_parallel_runs or 1,
+        run_in_process(items, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
                         config.search.parallel_workers)
     else:
         if run_timeout is None:
             run_timeout = default_run_timeout(config.search.time_limit)
-        _run_on_deployment(items, parameters, rows, str(data_path), problem_tasks, problem_data, target,
+        _run_on_deployment(items, parameters, rows, data_path, problem_tasks, problem_data, target,
                            max_parallel_runs or len(items), poll_interval, run_timeout, max_resumes)
     summary = publish_summary(rows.rows(), str(out_path))
     rows.publish()

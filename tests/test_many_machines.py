@@ -1,8 +1,9 @@
 """Many machines on one machine (issue 34), with real parts: Prefect's server on PostgreSQL
 (deployments/start-prefect-server.sh), an S3 store (SeaweedFS), and two ``prefect worker``
 processes, each in a mount namespace of its own (``unshare -m``) with a private tmpfs over the
-scratch run directories, the cache and the sweep's output folder, so that neither sees the
-other's files nor the sweep's: "two machines" with no shared disk but the data.
+scratch run directories, the data cache and the sweep's output folder, so that neither sees the
+other's files nor the sweep's: "two machines" with no shared disk. The competitions are prepared
+into the store and every worker reads them through its own cache.
 
 ``swarm-evo sweep --deployment default --store s3://…`` runs 2 competitions × 2 seeds × 6 steps
 on the two workers; in the middle of a run one worker and its flow processes are SIGKILLed:
@@ -15,11 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,16 +78,20 @@ async def _flow_runs(api_url: str):
         return await client.read_flow_runs(limit=200)
 
 
-def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_server, tmp_path):  # noqa: F811
-    from swarm_evo.competition import prepare_competition
+def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_server, tmp_path,  # noqa: F811
+                                                                              monkeypatch):
+    from swarm_evo.cli.store_data import prepare_to_store
     from swarm_evo.store import open_store
 
     seaweed = SeaweedFS(tmp_path / "seaweedfs", buckets=(BUCKET,)).start()
-    data = Path(tempfile.mkdtemp(prefix="swarm-evo-data-"))  # the one thing both machines see
+    for name, value in seaweed.env.items():
+        monkeypatch.setenv(name, value)  # s3fs reads the standard variables
+    store = f"s3://{BUCKET}/e2e-{time.time_ns()}"
+    data = f"{store}/data"
     workers: list[subprocess.Popen] = []
     try:
         for competition_id in COMPETITIONS:  # spaceship-titanic on conftest.TEST_ROWS of its real rows
-            prepare_competition(competition_id, sampled_raw_dir(competition_id, tmp_path / "raw"), data)
+            prepare_to_store(competition_id, sampled_raw_dir(competition_id, tmp_path / "raw"), data)
         env = dict(pg_server["env"], **seaweed.env, PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT),
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         setup = subprocess.run([sys.executable, "-m", "swarm_evo.cli", "pool", "setup", "--pool", POOL],
@@ -115,7 +117,6 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
         (_seen_by(workers[0], scratch) / probe).write_text("1")  # machine 1's scratch is its own
         assert not (_seen_by(workers[1], scratch) / probe).exists() and not (scratch / probe).exists()
 
-        store = f"s3://{BUCKET}/e2e-{time.time_ns()}"
         sweep_log = tmp_path / "sweep.log"
         with sweep_log.open("w") as fh:
             sweep = subprocess.Popen(
@@ -144,13 +145,10 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
     finally:
         for worker in workers:
             _kill_tree(worker)
-        seaweed_env = dict(seaweed.env)
         if (ROOT / "runs").exists() and not any((ROOT / "runs").iterdir()):
             (ROOT / "runs").rmdir()
-        shutil.rmtree(data, ignore_errors=True)
 
     try:
-        os.environ.update(seaweed_env)  # s3fs reads the standard variables
         sweep_store = open_store(store).child("sweeps", out.name)
         fs = sweep_store.fs
         rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]

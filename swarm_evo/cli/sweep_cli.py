@@ -35,6 +35,8 @@ import os
 import sys
 from pathlib import Path
 
+from swarm_evo.cli.local_paths import data_location
+
 EXIT_RUN_FAILED = 1
 EXIT_BAD_INPUT = 2
 
@@ -46,8 +48,9 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
         description="Run every competition or problem x search policy x seed as its own two-phase-evo run and "
         "write OUT/grading_reports.jsonl (MLE-bench grading reports), OUT/problem_reports.jsonl and OUT/summary.json.",
     )
-    s.add_argument("--data-dir", type=Path, default=None,
-                   help="MLE-bench data directory (prepared competitions; required with --competitions)")
+    s.add_argument("--data-dir", type=data_location, default=None,
+                   help="MLE-bench data directory (prepared competitions; required with --competitions), or a "
+                   "store URL the competitions were prepared in (every worker reads it through its own cache)")
     s.add_argument("--competitions", default=None, help="comma-separated competition ids, e.g. A,B")
     s.add_argument("--problems", default=None,
                    help="comma-separated problems NAME or NAME:INSTANCE, e.g. tsp:kroA100,tsp:a280,circle-packing")
@@ -92,10 +95,10 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
 
 
 def _problem_data_dir(args) -> Path | None:
-    """--problem-data-dir, else --data-dir when the sweep has no competition, else None."""
+    """--problem-data-dir, else --data-dir when the sweep has no competition (and is a folder), else None."""
     if args.problem_data_dir is not None:
         return args.problem_data_dir
-    return args.data_dir if not args.competitions else None
+    return args.data_dir if not args.competitions and isinstance(args.data_dir, Path) else None
 
 
 def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
@@ -182,11 +185,21 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         check_deployment(name)
         return competitions, tasks, seeds, policies
     # In this process: the data, the model and the sandbox must be usable here.
-    if competitions and not args.data_dir.is_dir():
+    stored = isinstance(args.data_dir, str)  # a store URL: read through this machine's data cache
+    if competitions and not stored and not args.data_dir.is_dir():
         raise sweep.SweepError(f"--data-dir {args.data_dir} is not a directory: give the MLE-bench data directory")
     for competition_id in competitions:
         try:
-            load_competition(competition_id, args.data_dir)
+            if stored:
+                from swarm_evo.objective.load import stored_competition
+                from swarm_evo.store import StoreError
+
+                try:
+                    stored_competition(competition_id, args.data_dir)
+                except StoreError as exc:
+                    raise StoreError(f"--data-dir {exc}") from None
+            else:
+                load_competition(competition_id, args.data_dir)
         except CompetitionError as exc:
             spec = BUILTIN_COMPETITIONS.get(competition_id)
             raw = " --raw-dir RAW_DIR" if spec is None or spec.needs_raw_dir else ""
@@ -214,6 +227,13 @@ def _check_store(args) -> None:
         checked_store(args.store)
     except StoreError as exc:
         raise StoreError(f"{source} {exc}") from None
+
+
+def _data_dir_parameter(data_dir: Path | str | None) -> str:
+    """The flow's ``data_dir``: a folder made absolute, a store URL as given, ``data`` by default."""
+    if data_dir is None:
+        return "data"
+    return data_dir if isinstance(data_dir, str) else str(data_dir.expanduser().resolve())
 
 
 def _bad_input_errors() -> tuple[type[BaseException], ...]:
@@ -255,7 +275,7 @@ def run_sweep(args) -> int:
             competitions=competitions or None, problems=problems or None,
             problem_data_dir=str(problem_data.expanduser().resolve()) if problem_data else None,
             seeds=seeds, policies=policies, model=args.model, max_steps=args.max_steps,
-            data_dir=str(args.data_dir.expanduser().resolve()) if args.data_dir else "data", out_dir=str(out_dir),
+            data_dir=_data_dir_parameter(args.data_dir), out_dir=str(out_dir),
             deployment=args.deployment,
             max_parallel_runs=args.parallel_runs, parallel_workers=args.parallel_workers,
             time_limit=args.time_limit, config_path=str(args.config.resolve()) if args.config else None,
