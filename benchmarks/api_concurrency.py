@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,18 @@ import time
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from pool_machines import child_env  # noqa: E402
+from pool_machines import free_port as _free_port  # noqa: E402
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """tests/pool_machines.py::child_env without the repository on PYTHONPATH."""
+    env = child_env(home, **extra)
+    env.pop("PYTHONPATH")
+    return env
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,19 +79,6 @@ RUN = textwrap.dedent("""
 """)
 
 ERROR_MARKS = ("database is locked", "Traceback", "ERROR")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PREFECT_HOME=str(home),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", **extra)
-    return env
 
 
 def _start(kind: str, state: Path) -> tuple[subprocess.Popen, str, dict, Path]:

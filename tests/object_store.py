@@ -155,3 +155,13 @@ def _tail(path: Path, lines: int = 15) -> str:
         return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def store_files(url: str) -> dict[str, bytes]:
+    """Every file under the store location ``url`` (relative path -> bytes), read through fsspec."""
+    from swarm_evo.store import open_store
+
+    store = open_store(url)
+    store.fs.invalidate_cache()
+    prefix = store.root.rstrip("/") + "/"
+    return {path[len(prefix):]: store.fs.cat_file(path) for path in store.fs.find(store.root)}

@@ -22,48 +22,17 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import psutil
 import pytest
-
 from conftest import sampled_raw_dir
 from object_store import SeaweedFS
-from test_pool_server import HEARTBEAT, ROOT, _child_env, pg_server  # noqa: F401 (the fixture)
+from pool_machines import HEARTBEAT, ROOT, deploy_default, kill_tree, seen_by, start_worker
+from test_pool_server import pg_server  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow  # a PostgreSQL server, a Prefect server, SeaweedFS, two workers
 
 BUCKET = "swarm-evo"
 COMPETITIONS = ("spaceship-titanic", "sklearn-wine")  # one MLE-bench knows (its grading files), one it does not
 STEPS = 6
-POOL = "swarm-evo-process"  # the work pool of prefect.yaml's two-phase-evo/default
-
-
-def _start_worker(name: str, env: dict, private: list[Path], log: Path) -> subprocess.Popen:
-    """``prefect worker start`` in a new mount namespace whose ``private`` folders are tmpfs."""
-    mounts = " && ".join(f"mount -t tmpfs -o size=512m tmpfs {p}" for p in private)
-    command = (f"{mounts} && exec {Path(sys.executable).parent / 'prefect'} worker start --pool {POOL} "
-               f"--name {name} --limit 1")
-    with log.open("w") as fh:
-        return subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command], env=env,
-                                cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _seen_by(process: subprocess.Popen, path: Path) -> Path:
-    """``path`` as the process sees it (its mount namespace): ``/proc/<pid>/root/<path>``."""
-    return Path(f"/proc/{process.pid}/root") / path.relative_to("/")
-
-
-def _kill_tree(process: subprocess.Popen) -> list[int]:
-    """SIGKILL the process and every descendant (the worker and its flow run processes)."""
-    try:
-        parent = psutil.Process(process.pid)
-        victims = [*parent.children(recursive=True), parent]
-    except psutil.NoSuchProcess:
-        return []
-    for victim in victims:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            victim.kill()
-    process.wait()
-    return [v.pid for v in victims]
 
 
 def _store_json(fs, path: str):
@@ -94,13 +63,7 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
             prepare_to_store(competition_id, sampled_raw_dir(competition_id, tmp_path / "raw"), data)
         env = dict(pg_server["env"], **seaweed.env, PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT),
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        setup = subprocess.run([sys.executable, "-m", "swarm_evo.cli", "pool", "setup", "--pool", POOL],
-                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert setup.returncode == 0, setup.stderr
-        deploy = subprocess.run([Path(sys.executable).parent / "prefect", "--no-prompt", "deploy", "-n",
-                                 "two-phase-evo/default"], env=env, cwd=ROOT, capture_output=True, text=True,
-                                timeout=180)
-        assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+        deploy_default(env)
 
         scratch = ROOT / "runs"  # runs of a store sweep work in runs/sweeps/... under the flow's directory
         cache = tmp_path / "cache"
@@ -110,12 +73,12 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
         for n in (1, 2):
             worker_env = dict(env, PREFECT_HOME=str(tmp_path / f"worker-{n}-home"), XDG_CACHE_HOME=str(cache),
                               PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="1")
-            workers.append(_start_worker(f"machine-{n}", worker_env, [scratch, cache, out],
+            workers.append(start_worker(f"machine-{n}", worker_env, [scratch, cache, out],
                                          tmp_path / f"worker-{n}.log"))
         probe = "nobody-else-sees-this"
         time.sleep(3)
-        (_seen_by(workers[0], scratch) / probe).write_text("1")  # machine 1's scratch is its own
-        assert not (_seen_by(workers[1], scratch) / probe).exists() and not (scratch / probe).exists()
+        (seen_by(workers[0], scratch) / probe).write_text("1")  # machine 1's scratch is its own
+        assert not (seen_by(workers[1], scratch) / probe).exists() and not (scratch / probe).exists()
 
         sweep_log = tmp_path / "sweep.log"
         with sweep_log.open("w") as fh:
@@ -131,20 +94,20 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
         victim_run = None
         deadline = time.monotonic() + 300
         while victim_run is None and time.monotonic() < deadline and sweep.poll() is None:
-            for journal in _seen_by(workers[0], scratch).glob("sweeps/*/runs/*/journal.json"):
+            for journal in seen_by(workers[0], scratch).glob("sweeps/*/runs/*/journal.json"):
                 with contextlib.suppress(OSError, ValueError):
                     if 2 <= len(json.loads(journal.read_text())["nodes"]) < STEPS:
                         victim_run = journal.parent.name
             time.sleep(0.5)
         assert victim_run, f"machine 1 ran no run: {(tmp_path / 'worker-1.log').read_text()[-3000:]}"
         killed_at, killed_wall = time.monotonic(), datetime.now(timezone.utc)
-        assert _kill_tree(workers[0])
+        assert kill_tree(workers[0])
 
         assert sweep.wait(timeout=900) == 0, sweep_log.read_text()[-5000:]
         sweep_seconds = time.monotonic() - killed_at
     finally:
         for worker in workers:
-            _kill_tree(worker)
+            kill_tree(worker)
         if (ROOT / "runs").exists() and not any((ROOT / "runs").iterdir()):
             (ROOT / "runs").rmdir()
 
@@ -185,7 +148,7 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
 
         runs = asyncio.run(_flow_runs(pg_server["api_url"]))
         (crashed,) = [r for r in runs if r.name == victim_run]
-        assert crashed.state.is_crashed(), crashed.state
+        assert crashed.state.is_crashed() and "no heartbeat" in crashed.state.message, crashed.state
         crashed_after = (crashed.state.timestamp - killed_wall).total_seconds()
         assert crashed_after <= 2 * HEARTBEAT + 10, crashed_after  # the zombie automation: 2 intervals + its 5 s
         (resumed,) = [r for r in runs if r.name == f"{victim_run}-resume1"]

@@ -1,83 +1,30 @@
 """Many machines, the server half (issue 34, items 5-7), with real parts: PostgreSQL from Debian's
 package and Prefect's server on it, both started by ``deployments/start-prefect-server.sh``;
-``swarm-evo pool setup`` against that server; a flow run whose process is SIGKILLed turning
-Crashed through the automation; the ``pool`` deployment's pull steps cloning a git repository at
-its pinned commit and installing it; the sweep's default ``run_timeout``."""
+``swarm-evo pool setup`` against that server; the ``pool`` deployment's pull steps cloning a git
+repository at its pinned commit and installing it; the sweep's default ``run_timeout``. A flow
+run whose worker is SIGKILLed turning Crashed through the automation, while the live runs beside
+it complete, is tests/test_many_machines.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
-import time
-from pathlib import Path
 
 import httpx
 import pytest
-import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "deployments" / "start-prefect-server.sh"
-HEARTBEAT = 30  # Prefect 3.8.8's minimum PREFECT_FLOWS_HEARTBEAT_FREQUENCY
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _child_env(home: Path, **extra: str) -> dict[str, str]:
-    """This process's environment without Prefect settings, the venv's bin first on PATH."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PREFECT_HOME=str(home),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT), **extra)
-    return env
+from pool_machines import HEARTBEAT, ROOT, SCRIPT, prefect_pg_server
+from pool_machines import child_env as _child_env
+from pool_machines import free_port as _free_port
 
 
 @pytest.fixture(scope="module")
 def pg_server():
-    """PostgreSQL and Prefect's server on it, from deployments/start-prefect-server.sh, on free ports of
-    127.0.0.1; ``{"api_url", "dir", "env"}``. The state directory is under /tmp (as root the cluster
-    belongs to the ``postgres`` user, who cannot enter pytest's 0700 tmp directories)."""
-    state = Path(tempfile.mkdtemp(prefix="swarm-evo-pg-"))
-    port, pg_port = _free_port(), _free_port()
-    env = _child_env(state / "prefect-home", SWARM_EVO_SERVER_DIR=str(state), SWARM_EVO_PG_PORT=str(pg_port),
-                     SWARM_EVO_SERVER_HOST="127.0.0.1", SWARM_EVO_SERVER_PORT=str(port))
-    api_url = f"http://127.0.0.1:{port}/api"
-    log = open(state / "server.out", "w")
-    proc = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the server did not come up: {(state / 'server.out').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield {"api_url": api_url, "dir": state, "env": dict(env, PREFECT_API_URL=api_url)}
-    finally:
-        with __import__("contextlib").suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-        subprocess.run(["bash", str(SCRIPT), "--stop"], env=env, capture_output=True, timeout=60)
-        shutil.rmtree(state, ignore_errors=True)
+    """PostgreSQL and Prefect's server on it (tests/pool_machines.py::prefect_pg_server)."""
+    with prefect_pg_server() as server:
+        yield server
 
 
 def _swarm_evo(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -143,67 +90,6 @@ def test_pool_setup_names_prefect_api_url_when_no_server_answers(tmp_path):
     assert unset.returncode == 2 and "set PREFECT_API_URL" in unset.stderr
     low = _swarm_evo(env, "pool", "setup", "--pool", "p", "--heartbeat-frequency", "5")
     assert low.returncode == 2 and "--heartbeat-frequency must be >= 30" in low.stderr
-
-
-PROBE = textwrap.dedent("""
-    import sys, time
-    from prefect import flow
-    from prefect.context import FlowRunContext
-
-    @flow(name="heartbeat-probe")
-    def probe(seconds: float):
-        print("RUN", FlowRunContext.get().flow_run.id, flush=True)
-        time.sleep(seconds)
-
-    probe(float(sys.argv[1]))
-""")
-
-
-def _start_probe(env: dict, seconds: float, path: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(path), str(seconds)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    for line in proc.stdout:
-        if line.startswith("RUN "):
-            return proc, line.split()[1]
-    raise AssertionError(f"the probe flow did not start (exit {proc.wait()})")
-
-
-@pytest.mark.slow
-def test_a_flow_run_whose_process_dies_turns_crashed_through_the_automation(pg_server, tmp_path):
-    """Heartbeats every 30 s (Prefect's minimum), automation ``within`` 60 s: a run SIGKILLed 3 s
-    after its first heartbeat is Crashed ≈ 60-65 s later (the server checks proactive triggers every
-    5 s); a live run beside it, heartbeating, is not touched and completes."""
-    from prefect.client.orchestration import SyncPrefectClient
-
-    setup = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
-    assert setup.returncode == 0, setup.stderr
-    (tmp_path / "probe.py").write_text(PROBE)
-    env = dict(pg_server["env"], PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT))
-    live, live_id = _start_probe(env, 75, tmp_path / "probe.py")
-    dead, dead_id = _start_probe(env, 600, tmp_path / "probe.py")
-    try:
-        time.sleep(3)  # the first heartbeat is sent as the flow function starts
-        os.killpg(dead.pid, signal.SIGKILL)
-        killed = time.monotonic()
-        with SyncPrefectClient(pg_server["api_url"]) as client:
-            while True:
-                state = client.read_flow_run(dead_id).state
-                if not state.is_running() or time.monotonic() - killed > 2 * HEARTBEAT + 30:
-                    break
-                time.sleep(1)
-            crashed_after = time.monotonic() - killed
-            assert state.is_crashed(), f"still {state.name} {crashed_after:.0f} s after the kill"
-            assert "no heartbeat" in state.message
-            print(f"crashed {crashed_after:.1f} s after SIGKILL")
-            assert crashed_after <= 2 * HEARTBEAT + 10, crashed_after
-            assert client.read_flow_run(live_id).state.is_running()
-            assert live.wait(timeout=60) == 0
-            assert client.read_flow_run(live_id).state.is_completed()
-    finally:
-        for proc in (live, dead):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 PULL = textwrap.dedent("""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from object_store import SeaweedFS, free_port
+from object_store import SeaweedFS, free_port, store_files
 from swarm_evo.store import RunMirror, StoreError, check_store, fetch_run, open_store, split_run_url
 
 BUCKET = "swarm-evo"
@@ -34,14 +34,6 @@ def seaweed(tmp_path_factory):
     yield server
     patch.undo()
     server.stop()
-
-
-def _store_files(url: str) -> dict[str, bytes]:
-    """Every file under ``url`` (relative path -> bytes), read through fsspec."""
-    store = open_store(url)
-    store.fs.invalidate_cache()
-    prefix = store.root.rstrip("/") + "/"
-    return {path[len(prefix):]: store.fs.cat_file(path) for path in store.fs.find(store.root)}
 
 
 def _local_files(run_dir: Path) -> dict[str, bytes]:
@@ -80,7 +72,7 @@ def test_mirror_copies_the_run_directory_but_no_scratch_link_or_temporary_file(t
 
     mirror = RunMirror(run_dir, store.run("run"))
     assert mirror.sync_once() == 5
-    files = _store_files(store.run("run").url)
+    files = store_files(store.run("run").url)
     assert files == _local_files(run_dir) and set(files) == {
         "journal.json", "nodes/n0/solution.py", "nodes/n0/submission/submission.csv",
         "nodes/n1/solution.py", "nodes/n1/submission/submission.csv",
@@ -88,7 +80,7 @@ def test_mirror_copies_the_run_directory_but_no_scratch_link_or_temporary_file(t
     assert mirror.sync_once() == 0, "nothing changed, nothing uploaded"
     _fake_run(run_dir, 3)  # a third node and a journal naming it
     assert mirror.sync_once() == 3  # n2's two files, the journal (n0/n1 unchanged: same size and mtime)
-    assert json.loads(_store_files(store.run("run").url)["journal.json"])["nodes"][-1]["id"] == "n2"
+    assert json.loads(store_files(store.run("run").url)["journal.json"])["nodes"][-1]["id"] == "n2"
 
 
 def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path):
@@ -106,13 +98,13 @@ def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path)
 
     mirror._scan = scan_then_append
     mirror.sync_once()
-    files = _store_files(store.run("run").url)
+    files = store_files(store.run("run").url)
     named = [n["id"] for n in json.loads(files["journal.json"])["nodes"]]
     assert named == ["n0"], "the journal uploaded is the one read before the files"
     assert all(f"nodes/{i}/solution.py" in files for i in named)
     mirror._scan = real_scan
     mirror.sync_once()
-    assert [n["id"] for n in json.loads(_store_files(store.run("run").url)["journal.json"])["nodes"]] == ["n0", "n1"]
+    assert [n["id"] for n in json.loads(store_files(store.run("run").url)["journal.json"])["nodes"]] == ["n0", "n1"]
 
 
 @pytest.mark.slow  # SeaweedFS
@@ -143,7 +135,7 @@ def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, se
         if seaweed.gateway is None:
             seaweed.start_gateway()
         assert mirror.close(timeout=60)
-    assert _store_files(open_store(url).run("run").url) == _local_files(run_dir)
+    assert store_files(open_store(url).run("run").url) == _local_files(run_dir)
 
 
 # ------------------------------------------------------------------------------------ bad URLs
@@ -213,7 +205,7 @@ def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, 
     summary = two_phase_evo(competition_id="sklearn-wine", data_dir=str(wine), run_dir=str(run_dir), max_steps=3,
                             seed=0, parallel_workers=1, store=store)
     run_url = open_store(store).run("wine-s0").url
-    mirrored = _store_files(run_url)
+    mirrored = store_files(run_url)
     assert mirrored == _local_files(run_dir), "the store holds the run directory whole"
     assert {"journal.json", "grade_report.json", "result.json", "submission/submission.csv",
             "best_solution.py", "report.md", "run_report.json"} <= set(mirrored)
@@ -228,6 +220,6 @@ def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, 
     local = second_machine / "runs" / "wine-s0"
     ids = [n["id"] for n in json.loads((local / "journal.json").read_text())["nodes"]]
     assert ids[:3] == first_ids and len(ids) == len(set(ids)) == 5
-    again = _store_files(run_url)
+    again = store_files(run_url)
     assert [n["id"] for n in json.loads(again["journal.json"])["nodes"]] == ids
     assert again == _local_files(local)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from object_store import SeaweedFS, free_port
+from object_store import SeaweedFS, free_port, store_files
 from swarm_evo.competition import grade_submission, load_competition, prepare_competition
 from swarm_evo.store import open_store
 from swarm_evo.store.data import DATA_CACHE_ENV, data_cache_root, part_root, sync_competition
@@ -77,13 +77,6 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
-def _store_files(url: str) -> dict[str, bytes]:
-    store = open_store(url)
-    store.fs.invalidate_cache()
-    prefix = store.root.rstrip("/") + "/"
-    return {path[len(prefix):]: store.fs.cat_file(path) for path in store.fs.find(store.root)}
-
-
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -107,7 +100,7 @@ def test_prepare_writes_the_store_and_the_cache_downloads_each_version_once(kind
                                                                           local_copy):
     url = _url(kind, request, tmp_path)
     _prepare(tmp_path, url)
-    assert _store_files(url) == _tree(local_copy), "the store holds what a local prepare writes"
+    assert store_files(url) == _tree(local_copy), "the store holds what a local prepare writes"
 
     first = sync_competition(url, COMP, "public")
     public = first.data_dir / COMP
