@@ -38,11 +38,14 @@ from pool_machines import HEARTBEAT, deploy_default, kill_tree, prefect_pg_serve
 COMPETITIONS = ("spaceship-titanic", "sklearn-wine")
 
 
-async def _runs(api_url: str, names: set[str]):
+async def _runs(api_url: str, names: set[str], since: float):
+    """The flow runs called ``names`` that started after ``since`` (epoch seconds): this sweep's
+    (both sweeps have the same run names)."""
     from prefect.client.orchestration import PrefectClient
 
     async with PrefectClient(api_url) as client:
-        return [r for r in await client.read_flow_runs(limit=200) if r.name in names]
+        return [r for r in await client.read_flow_runs(limit=200)
+                if r.name in names and r.start_time and r.start_time.timestamp() >= since]
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
@@ -67,7 +70,7 @@ def one_sweep(workers: int, steps: int, work: Path, server: dict, seaweed: Seawe
     out = work / f"out-{workers}"
     try:
         time.sleep(3)
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         done = subprocess.run(
             [sys.executable, "-m", "swarm_evo.cli", "sweep", "--deployment", "default", "--store",
              f"s3://bench/pool-{workers}", "--competitions", ",".join(COMPETITIONS), "--seeds", "2",
@@ -82,7 +85,7 @@ def one_sweep(workers: int, steps: int, work: Path, server: dict, seaweed: Seawe
         raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
     rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]
     names = {Path(r["run_dir"]).name for r in rows}
-    runs = asyncio.run(_runs(server["api_url"], names))
+    runs = asyncio.run(_runs(server["api_url"], names, since))
     spans = [(r.start_time.timestamp(), r.end_time.timestamp()) for r in runs if r.start_time and r.end_time]
     busy = _union(spans)
     return {"workers": workers, "runs": len(rows), "valid": sum(r["valid_submission"] for r in rows),

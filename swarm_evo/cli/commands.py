@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from swarm_evo.cli.local_paths import data_location, url_argument
-from swarm_evo.cli.store_option import STORE_HELP, check_store_option, store_source
+from swarm_evo.cli.run_summary import print_summary
+from swarm_evo.cli.store_option import STORE_HELP, check_store_option, store_data_dir, store_source
 
 EXIT_BAD_INPUT = 2
 
@@ -44,8 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="write a competition in MLE-bench's layout")
     p.add_argument("competition_id")
     p.add_argument("--raw-dir", type=Path, default=None, help="raw Kaggle files (not needed for sklearn-*)")
-    p.add_argument("--data-dir", type=data_location, required=True,
-                   help="the data directory, or a store location (an fsspec URL: s3://bucket/prefix/data)")
+    p.add_argument("--data-dir", type=data_location, default=None,
+                   help="the data directory, or a store location (an fsspec URL: s3://bucket/prefix/data); "
+                   "default STORE/data with --store")
+    p.add_argument("--store", default=None,
+                   help="run store (directory or fsspec URL; default $SWARM_EVO_STORE): prepare into STORE/data")
 
     r = sub.add_parser("run", help="run the two-phase evolutionary search (Prefect flow two-phase-evo)")
     target = r.add_mutually_exclusive_group(required=True)
@@ -137,6 +141,10 @@ def _fail(message: str) -> int:
 def _prepare(args) -> int:
     from swarm_evo.competition import prepare_competition
 
+    args.data_dir = args.data_dir or store_data_dir(args)
+    if args.data_dir is None:
+        return _fail("--data-dir is required (or --store: the competition goes to STORE/data)")
+
     if isinstance(args.data_dir, str):  # a store URL: prepared here, then uploaded
         from swarm_evo.cli.store_data import prepare_to_store
 
@@ -176,7 +184,6 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     access, sandbox (daemon, image, GPU runtime), run directory ownership. Returns the objective."""
     from swarm_evo.competition import CompetitionError
     from swarm_evo.objective.load import load_objective
-
     from swarm_evo.store import StoreError
 
     try:  # first, before litellm and the sandbox are imported: a wrong --data-dir answers in ~1 s
@@ -209,47 +216,15 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     return objective
 
 
-def _print_summary(summary: dict) -> int:
-    print(f"run directory: {summary['run_dir']}")
-    print(f"nodes: {summary['nodes']} (phase 1: {summary['phase1_nodes']}, phase 2: {summary['phase2_nodes']}), "
-          f"valid: {summary['valid']}, dead: {summary['dead']}")
-    best = summary.get("best_node") or {}
-    print(f"best validation metric: {best.get('metric')}")
-    if summary.get("improvements"):
-        from swarm_evo.reporting.operation_stats import improvement_line
-
-        print(improvement_line(summary["improvements"], summary.get("best_lineage")))
-    if summary.get("problem_report") is not None:
-        report = summary["problem_report"]
-        if report.get("instance"):
-            print(f"instance: {report['instance']}")
-        print(f"{report['score_name']}: {report['raw_score']} (initial program: {report['initial_raw_score']}, "
-              f"best known: {report['known_best']}); combined_score {report['score']} "
-              f"(initial {report['initial_score']})")
-        return 0 if report.get("correct") else 1
-    grade = summary.get("grade_report") or {}
-    hand_in = summary.get("hand_in") or {}
-    if hand_in.get("node_id") and hand_in["node_id"] != best.get("id"):
-        print(f"handed in: node {hand_in['node_id'][:8]} (step {hand_in['step']}): {hand_in['reason']}")
-    llm = summary.get("llm") or {}
-    if llm.get("calls"):
-        from swarm_evo.llm.ledger import cost_text
-
-        cost = cost_text(llm)
-        print(f"model calls: {llm['calls']} ({llm['failed_calls']} failed), "
-              f"{llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, cost {cost}")
-    if summary.get("stop_reason"):
-        print(f"stopped early: {summary['stop_reason']}")
-    print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
-    return 0 if grade.get("valid_submission") else 1
-
-
 def _run(args) -> int:
     _start_flow()
     from flows.run_config import resolve_config
 
     if args.competition_id and args.data_dir is None:
-        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory)")
+        args.data_dir = store_data_dir(args)  # a store's competitions: STORE/data
+    if args.competition_id and args.data_dir is None:
+        return _fail("--data-dir is required with --competition-id (the MLE-bench data directory; with --store "
+                     "it defaults to STORE/data)")
     if args.competition_id and args.instance is not None:
         return _fail(f"--instance {args.instance} applies to problems (e.g. --problem tsp --instance kroA100), "
                      f"not to competition {args.competition_id}: drop it")
@@ -300,7 +275,7 @@ def _flow_outcome(run) -> int:
     except RunStoppedError as exc:
         print(f"swarm-evo: run stopped: {exc}", file=sys.stderr)
         return 1
-    return _print_summary(summary)
+    return print_summary(summary)
 
 
 def _resume(args) -> int:

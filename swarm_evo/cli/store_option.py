@@ -1,12 +1,33 @@
-"""The ``--store`` option of ``run`` and ``resume`` (issue 34): its help, and the check at the
-command's start that the run store answers, with the error naming where the store came from."""
+"""The ``--store`` option of ``prepare``, ``run``, ``resume`` and ``sweep`` (issue 34): its help,
+the data directory it implies (``STORE/data``), and the check at the command's start that the
+run store answers, with the error naming where the store came from."""
 
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 STORE_HELP = ("run store: a directory or an fsspec URL (s3://bucket/prefix, gs://..., sftp://...) the run directory "
               "is mirrored to as STORE/runs/<run name>/ (default $SWARM_EVO_STORE; docs/many-machines.md)")
+
+
+STORE_DATA_DIR = "data"
+"""``STORE/data``: where ``prepare --store`` puts competitions and where ``run``/``sweep`` with a
+store read them when ``--data-dir`` is not given."""
+
+
+def store_data_dir(args) -> str | Path | None:
+    """``STORE/data`` for the store of ``args`` (``--store``, else ``$SWARM_EVO_STORE``): a URL's
+    as a string, a folder's as a ``Path``; None without a store."""
+    from swarm_evo.store.location import STORE_ENV
+
+    store = getattr(args, "store", None) or os.environ.get(STORE_ENV)
+    if not store:
+        return None
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", store):
+        return f"{store.rstrip('/')}/{STORE_DATA_DIR}"
+    return Path(store).expanduser() / STORE_DATA_DIR
 
 
 def store_source(args) -> str:

@@ -135,7 +135,12 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
     except ValueError as exc:
         raise sweep.SweepError(str(exc)) from None
     if competitions and args.data_dir is None:
-        raise sweep.SweepError("--data-dir is required with --competitions (the MLE-bench data directory)")
+        from swarm_evo.cli.store_option import store_data_dir
+
+        args.data_dir = store_data_dir(args)  # a store's competitions: STORE/data
+    if competitions and args.data_dir is None:
+        raise sweep.SweepError("--data-dir is required with --competitions (the MLE-bench data directory; with "
+                               "--store it defaults to STORE/data)")
     problem_data = _problem_data_dir(args)
     if problem_data is not None and not problem_data.is_dir():
         raise sweep.SweepError(f"--problem-data-dir {problem_data} is not a directory: give the problems' data directory")
