@@ -81,8 +81,9 @@ class Store:
 
 
 def open_store(url: str | Path) -> Store:
-    """Open the store at ``url``: an fsspec URL or a local path (made absolute). Nothing is read
-    or written (:func:`check_store` does that).
+    """Open the store at ``url``: an fsspec URL or a local path (made absolute), on a file system
+    of its own (not fsspec's cached instance: see the comment below). Nothing is read or written
+    (:func:`check_store` does that).
 
     Raises:
         StoreError: an unknown scheme (names the schemes fsspec knows), or the scheme's fsspec
@@ -95,7 +96,10 @@ def open_store(url: str | Path) -> Store:
         text = str(Path(text).expanduser().resolve())
     text = text.rstrip("/") or "/"
     try:
-        fs, root = fsspec.core.url_to_fs(text)
+        # a fresh file system per store: its package reads the standard variables (AWS_ENDPOINT_URL,
+        # keys) when it is made, and fsspec's instance cache would hand a process whose
+        # environment changed a client for the old endpoint
+        fs, root = fsspec.core.url_to_fs(text, skip_instance_cache=True)
     except ImportError as exc:  # fsspec names the package: "Please install gcsfs to access Google Storage"
         raise StoreError(f"{text}: {exc} (the store's scheme needs that fsspec package: pip install it)") from None
     except ValueError as exc:
