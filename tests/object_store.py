@@ -101,6 +101,23 @@ class SeaweedFS:
             return subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+@contextlib.contextmanager
+def seaweedfs_with_env(data_dir: Path, buckets: tuple[str, ...] = ("swarm-evo",)):
+    """A started :class:`SeaweedFS` for the block, its ``AWS_*`` variables set in this process (and
+    so in the processes it starts) meanwhile; stopped and unset after it."""
+    import pytest
+
+    server = SeaweedFS(data_dir, buckets).start()
+    patch = pytest.MonkeyPatch()
+    try:
+        for name, value in server.env.items():
+            patch.setenv(name, value)
+        yield server
+    finally:
+        patch.undo()
+        server.stop()
+
+
 def _kill(process: subprocess.Popen | None) -> None:
     if process is None:
         return

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from object_store import SeaweedFS, free_port, store_files
+from object_store import free_port, seaweedfs_with_env, store_files
 from swarm_evo.store import RunMirror, StoreError, check_store, fetch_run, open_store, split_run_url
 
 BUCKET = "swarm-evo"
@@ -27,13 +27,8 @@ BUCKET = "swarm-evo"
 def seaweed(tmp_path_factory):
     """A SeaweedFS for the module; its ``AWS_*`` variables are set for the module's tests (and the
     ``swarm-evo`` processes they start)."""
-    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)).start()
-    patch = pytest.MonkeyPatch()
-    for name, value in server.env.items():
-        patch.setenv(name, value)
-    yield server
-    patch.undo()
-    server.stop()
+    with seaweedfs_with_env(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)) as server:
+        yield server
 
 
 def _local_files(run_dir: Path) -> dict[str, bytes]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from object_store import SeaweedFS, free_port, store_files
+from object_store import free_port, seaweedfs_with_env, store_files
 from swarm_evo.competition import grade_submission, load_competition, prepare_competition
 from swarm_evo.store import open_store
 from swarm_evo.store.data import DATA_CACHE_ENV, data_cache_root, part_root, sync_competition
@@ -35,13 +35,8 @@ KINDS = ["directory", pytest.param("s3", marks=pytest.mark.slow)]
 @pytest.fixture(scope="module")
 def seaweed(tmp_path_factory):
     """A SeaweedFS for the module; its ``AWS_*`` variables are set for the module's tests."""
-    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)).start()
-    patch = pytest.MonkeyPatch()
-    for name, value in server.env.items():
-        patch.setenv(name, value)
-    yield server
-    patch.undo()
-    server.stop()
+    with seaweedfs_with_env(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)
