@@ -6,7 +6,7 @@ other's files nor the sweep's: "two machines" with no shared disk. The competiti
 into the store and every worker reads them through its own cache.
 
 ``swarm-evo sweep --deployment default --store s3://…`` runs 2 competitions × 2 seeds × 6 steps
-on the two workers; in the middle of a run one worker and its flow processes are SIGKILLed:
+(120 s each at most) on the two workers; in the middle of a run one worker and its flow processes are SIGKILLed:
 Prefect's zombie automation (``swarm-evo pool setup``) turns that run Crashed, the sweep resumes
 it from the store on the other worker, and it ends with exactly 6 nodes.
 """
@@ -33,6 +33,8 @@ pytestmark = pytest.mark.slow  # a PostgreSQL server, a Prefect server, SeaweedF
 BUCKET = "swarm-evo"
 COMPETITIONS = ("spaceship-titanic", "sklearn-wine")  # one MLE-bench knows (its grading files), one it does not
 STEPS = 6
+TIME_LIMIT = 120  # s per run: the offline model sizes its programs to the quick tier (≈ 2-7 s each), as a
+# real model sizes them to the budget its prompt states; 6 steps take ≈ 30 s on a busy 2-core machine
 
 
 def _store_json(fs, path: str):
@@ -85,6 +87,7 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
             sweep = subprocess.Popen(
                 [sys.executable, "-m", "swarm_evo.cli", "sweep", "--deployment", "default", "--store", store,
                  "--competitions", ",".join(COMPETITIONS), "--seeds", "2", "--max-steps", str(STEPS),
+                 "--time-limit", str(TIME_LIMIT),
                  "--data-dir", str(data), "--out", str(out), "--poll", "1", "--parallel-runs", "2",
                  "--parallel-workers", "1"],
                 env=dict(env, PREFECT_HOME=str(tmp_path / "sweep-home")), cwd=tmp_path, stdout=fh,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from swarm_evo.sandbox import program_env
+from swarm_evo.sandbox import installer, program_env
+from swarm_evo.sandbox.installer import Installer, explain_install_failure
 from swarm_evo.sandbox.local import LocalSandbox
 from swarm_evo.sandbox.program_env import (
     ProgramEnvError,
     build_program_env,
-    explain_pip_failure,
     program_env_warning,
     read_marker,
     resolve_program_python,
@@ -94,16 +94,29 @@ def tiny_profile(tmp_path, monkeypatch):
     monkeypatch.setattr(program_env, "DEPLOYMENTS", deployments)
     monkeypatch.setitem(program_env.PROFILES, "tabular", ("json", "sqlite3"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("UV_NO_INDEX", "1")
     return deployments / "requirements-tabular.txt"
 
 
+@pytest.fixture(params=["uv", "pip"])
+def each_installer(request, monkeypatch):
+    """The build with uv (found beside this interpreter or on PATH) and with pip (no uv found)."""
+    if request.param == "pip":
+        monkeypatch.setattr(installer, "find_uv", lambda: None)
+    elif installer.find_uv() is None:
+        pytest.fail("uv is a dependency of the project: `pip install -e .` puts it beside this interpreter")
+    return request.param
+
+
 @pytest.mark.slow  # builds a virtual environment
-def test_build_writes_a_marker_and_is_cached_by_the_requirements_hash(tmp_path, tiny_profile):
+def test_build_writes_a_marker_and_is_cached_by_the_requirements_hash(tmp_path, tiny_profile, each_installer):
     lines: list[str] = []
     env_dir = tmp_path / "env"
     first = build_program_env("tabular", env_dir, progress=lines.append)
     assert first["built"] and read_marker(env_dir)["requirements_hash"] == first["requirements_hash"]
     assert any(line.startswith("[1/3]") for line in lines) and any(line.startswith("[3/3]") for line in lines)
+    assert f"[2/3] {each_installer} install -r" in "\n".join(lines)
+    assert (env_dir / "bin" / "pip").exists() == (each_installer == "pip")  # uv needs no pip in the environment
     assert json.loads((env_dir / "swarm-evo-env.json").read_text())["packages"] == {"json": first["packages"]["json"],
                                                                                     "sqlite3": ""}
     again = build_program_env("tabular", env_dir, progress=lines.append)
@@ -113,9 +126,9 @@ def test_build_writes_a_marker_and_is_cached_by_the_requirements_hash(tmp_path, 
     assert resolve_program_python(str(env_dir)).path == str(env_dir / "bin" / "python")
 
 
-def test_failed_install_names_the_package_and_leaves_no_marker(tmp_path, tiny_profile):
+def test_failed_install_names_the_package_and_leaves_no_marker(tmp_path, tiny_profile, each_installer):
     tiny_profile.write_text("no-such-package-swarm-evo==1.0\n")
-    with pytest.raises(ProgramEnvError, match=r"no-such-package-swarm-evo==1.0.*fix: change the pin"):
+    with pytest.raises(ProgramEnvError, match=r"no release of no-such-package-swarm-evo.*fix: change the pin of no-such-package-swarm-evo in"):
         build_program_env("tabular", tmp_path / "env", progress=lambda _line: None)
     assert read_marker(tmp_path / "env") is None  # the next build starts over
 
@@ -129,14 +142,39 @@ def test_build_refuses_a_directory_that_is_not_an_environment(tmp_path, tiny_pro
     assert (tmp_path / "mine" / "thesis.tex").read_text() == "keep me"
 
 
-def test_unknown_profile_and_pip_messages():
+def test_unknown_profile_and_installer_messages():
     with pytest.raises(ProgramEnvError, match="unknown profile 'gpu'"):
         program_env.requirements_file("gpu")
     req = Path("requirements-tabular.txt")
+    pip, uv = Installer("pip"), Installer("uv", "/usr/bin/uv")
     offline = "WARNING: Retrying ... Failed to establish a new connection\nERROR: No matching distribution found for lightgbm==4.7.0"
-    assert "package index cannot be reached" in explain_pip_failure(offline, req)
-    assert "lightgbm==4.7.0" in explain_pip_failure(offline, req)
-    assert explain_pip_failure("ERROR: something odd\n", req).endswith("ERROR: something odd")
+    assert "package index cannot be reached" in explain_install_failure(offline, req, pip)
+    assert "lightgbm==4.7.0" in explain_install_failure(offline, req, pip)
+    assert explain_install_failure("ERROR: something odd\n", req, pip).endswith("ERROR: something odd")
+    # uv's words (uv 0.13.9): a pin with no release, and an index it cannot reach
+    no_release = ("error: No solution found when resolving dependencies\n  cause: Because there is no version of "
+                  "lightgbm==99.0 and you require lightgbm==99.0, we can conclude that your requirements are unsatisfiable.")
+    assert explain_install_failure(no_release, req, uv) == (
+        "installing requirements-tabular.txt failed: no release of lightgbm==99.0 matches the pin for this "
+        "Python/platform; fix: change the pin of lightgbm in requirements-tabular.txt (or install it by hand into "
+        "the environment and set sandbox.python)")
+    unreachable = ("error: Request failed after 3 retries in 7.3s\n  cause: Failed to fetch: http://127.0.0.1:9/simple/"
+                   "lightgbm/\n  cause: tcp connect error\n  cause: Connection refused (os error 111)")
+    assert "cannot be reached" in explain_install_failure(unreachable, req, uv)
+    assert "UV_DEFAULT_INDEX" in explain_install_failure(unreachable, req, uv)
+
+
+def test_installer_choice(monkeypatch):
+    assert installer.choose_installer("pip") == Installer("pip")  # even with uv installed
+    assert installer.choose_installer("auto").name == "uv"  # a dependency of the project
+    assert installer.choose_installer("uv").command("/env/bin/python", Path("r.txt"))[1:4] == ["pip", "install",
+                                                                                               "--python"]
+    with pytest.raises(ValueError, match="choose auto, uv or pip"):
+        installer.choose_installer("conda")
+    monkeypatch.setattr(installer, "find_uv", lambda: None)
+    assert installer.choose_installer("auto") == Installer("pip")
+    with pytest.raises(ValueError, match="no uv beside this Python nor on PATH; `pip install uv`, or choose pip"):
+        installer.choose_installer("uv")
 
 
 def test_deep_profile_includes_the_tabular_pins():

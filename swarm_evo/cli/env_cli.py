@@ -1,6 +1,6 @@
 """``swarm-evo env build``: make the program environment generated programs run with (issue 15).
 
-    swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild]
+    swarm-evo env build [--profile tabular|deep] [--path DIR] [--rebuild] [--installer auto|uv|pip]
 
 Exit codes: 0 built or already up to date, 2 bad input or a failed install (the message names
 the package and the fix). See :mod:`swarm_evo.sandbox.program_env`.
@@ -27,6 +27,9 @@ def add_env_parser(sub) -> None:
     b.add_argument("--path", type=Path, default=DEFAULT_ENV_DIR,
                    help="where the environment goes; a path other than the default needs sandbox.python / --python")
     b.add_argument("--rebuild", action="store_true", help="rebuild even if the requirements did not change")
+    b.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto",
+                   help="auto: uv when it is installed (beside this Python or on PATH), else pip; pip reads "
+                   "pip.conf / PIP_INDEX_URL, uv reads uv.toml / UV_DEFAULT_INDEX")
 
 
 def run_env(args) -> int:
@@ -35,7 +38,7 @@ def run_env(args) -> int:
 
     try:
         result = build_program_env(args.profile, args.path, progress=lambda line: print(line, flush=True),
-                                   rebuild=args.rebuild)
+                                   rebuild=args.rebuild, installer=args.installer)
     except ProgramEnvError as exc:
         print(f"swarm-evo: error: {exc}", file=sys.stderr)
         return 2

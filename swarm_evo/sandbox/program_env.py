@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from swarm_evo.sandbox.base import SandboxUnavailableError
+from swarm_evo.sandbox.installer import choose_installer, explain_install_failure, stream
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = PROJECT_ROOT / "deployments"
@@ -159,49 +160,30 @@ def program_env_warning(interpreter: ProgramInterpreter, runtime) -> str | None:
     return interpreter.warning
 
 
-_PIP_FAILURES = (
-    (r"No matching distribution found for (\S+)", "no release of {pkg} matches the pin for this Python/platform"),
-    (r"Could not find a version that satisfies the requirement (\S+)", "no release of {pkg} matches the pin"),
-    (r"Failed (?:to build|building wheel for) (\S+)", "{pkg} could not be built"),
-    (r"Cannot install (\S+)", "{pkg} conflicts with another pin"),
-)
-_NETWORK = re.compile(r"Failed to establish a new connection|Temporary failure in name resolution|"
-                      r"Could not fetch URL|ConnectionError|ReadTimeoutError", re.IGNORECASE)
-
-
-def explain_pip_failure(output: str, requirements: Path) -> str:
-    """One message for a failed ``pip install``: the package and the fix (from pip's output)."""
-    for pattern, what in _PIP_FAILURES:
-        match = re.search(pattern, output)
-        if match:
-            pkg = match.group(1).rstrip(".,;:")
-            fix = ("the package index cannot be reached: check the network or set PIP_INDEX_URL"
-                   if _NETWORK.search(output) else
-                   f"change the pin of {pkg.split('==')[0]} in {requirements} (or install it by hand into the "
-                   "environment and set sandbox.python)")
-            return f"installing {requirements.name} failed: {what.format(pkg=pkg)}; fix: {fix}"
-    if _NETWORK.search(output):
-        return (f"installing {requirements.name} failed: the package index cannot be reached; fix: check the "
-                "network or set PIP_INDEX_URL / PIP_EXTRA_INDEX_URL")
-    tail = " | ".join(line.strip() for line in output.strip().splitlines()[-3:])
-    return f"installing {requirements.name} failed: {tail}"
-
-
 def build_program_env(profile: str = "tabular", path: Path | None = None,
-                      progress: Callable[[str], None] = print, rebuild: bool = False) -> dict:
+                      progress: Callable[[str], None] = print, rebuild: bool = False,
+                      installer: str = "auto") -> dict:
     """Make (or keep) the program environment of ``profile`` at ``path``; returns its marker
     plus ``"built"`` (False when it was already up to date), ``"seconds"`` and ``"size_mb"``.
 
-    Steps: ``venv`` with pip, ``pip install --only-binary=:all: -r requirements-<profile>.txt``
-    (pip's progress lines passed to ``progress``), an import of every module of the profile,
-    then the marker. Interrupted builds leave no marker, so the next build starts over.
+    Steps: ``venv``, the install of ``requirements-<profile>.txt`` (binary wheels only) by uv or
+    pip (:mod:`.installer`; its progress lines passed to ``progress``), an import of every module
+    of the profile, then the marker. Interrupted builds leave no marker, so the next build starts
+    over.
+
+    ``installer``: ``"auto"`` (uv when installed, else pip), ``"uv"`` or ``"pip"``
+    (:func:`.installer.choose_installer`).
 
     Raises:
-        ProgramEnvError: unknown profile, pip failed (the package and the fix), or a module
-            of the profile does not import.
+        ProgramEnvError: unknown profile, no such installer, the install failed (the package
+            and the fix), or a module of the profile does not import.
     """
     env_dir = Path(path or DEFAULT_ENV_DIR).expanduser().absolute()
     requirements = requirements_file(profile)
+    try:
+        chosen = choose_installer(installer)
+    except ValueError as exc:
+        raise ProgramEnvError(str(exc)) from exc
     wanted = requirements_hash(profile)
     marker = read_marker(env_dir)
     started = time.monotonic()
@@ -215,13 +197,12 @@ def build_program_env(profile: str = "tabular", path: Path | None = None,
         progress(f"{env_dir}: removing the old environment ({(marker or {}).get('profile', 'incomplete')})")
         shutil.rmtree(env_dir)
     progress(f"[1/3] virtual environment {env_dir}")
-    venv.EnvBuilder(with_pip=True, symlinks=True).create(env_dir)
+    venv.EnvBuilder(with_pip=chosen.needs_pip, symlinks=True).create(env_dir)
     python = str(env_python(env_dir))
-    progress(f"[2/3] pip install -r {requirements} (profile {profile})")
-    output = _stream([python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
-                      "--only-binary=:all:", "-r", str(requirements)], progress)
+    progress(f"[2/3] {chosen.name} install -r {requirements} (profile {profile})")
+    output = stream(chosen.command(python, requirements), progress)
     if output is not None:
-        raise ProgramEnvError(explain_pip_failure(output, requirements))
+        raise ProgramEnvError(explain_install_failure(output, requirements, chosen))
     progress(f"[3/3] import check: {', '.join(PROFILES[profile])}")
     check = subprocess.run([python, "-c", _IMPORT_CHECK, *PROFILES[profile]], capture_output=True, text=True)
     if check.returncode != 0:
@@ -250,22 +231,6 @@ for name in sys.argv[1:]:
     versions[name] = getattr(module, "__version__", "")
 print(json.dumps(versions))
 """
-
-
-_PROGRESS_LINES = ("Collecting", "Downloading", "Installing", "Successfully", "ERROR")
-"""pip's lines worth showing while it works (its warnings stay in the output of a failure)."""
-
-
-def _stream(argv: list[str], progress: Callable[[str], None]) -> str | None:
-    """Run ``argv``, passing its lines to ``progress``; None on success, else its whole output."""
-    lines: list[str] = []
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "PIP_NO_INPUT": "1"}) as proc:
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith(_PROGRESS_LINES):
-                progress("  " + line.rstrip())
-    return None if proc.returncode == 0 else "".join(lines)
 
 
 def _size_mb(path: Path) -> float:
