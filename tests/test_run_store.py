@@ -103,7 +103,10 @@ def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path)
 
 
 @pytest.mark.slow  # SeaweedFS
-def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, seaweed, caplog):
+def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, seaweed, caplog, monkeypatch):
+    # One attempt per botocore call: the mirror's own back-off is under test, not botocore's retries
+    # (5 attempts, ~6 s per failed sync alone, 40-60 s for this test on a busy machine).
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     run_dir = tmp_path / "run"
     _fake_run(run_dir, 1)
     url = f"s3://{BUCKET}/away-{time.time_ns()}"
@@ -116,7 +119,7 @@ def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, se
                 _fake_run(run_dir, n)
                 mirror.request()
                 time.sleep(0.3)
-            deadline = time.monotonic() + 60  # botocore's own retries come first (~6 s)
+            deadline = time.monotonic() + 60
             while mirror.stats.failures < 2 and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert mirror.stats.failures >= 2, "the sync fails and is retried while the endpoint is away"
