@@ -177,6 +177,17 @@ def test_installer_choice(monkeypatch):
         installer.choose_installer("uv")
 
 
+def test_installers_run_without_prompts_and_uv_with_the_system_certificates(monkeypatch):
+    monkeypatch.delenv("UV_SYSTEM_CERTS", raising=False)
+    show = [sys.executable, "-c", "import os; print(os.environ['UV_SYSTEM_CERTS'], os.environ['PIP_NO_INPUT']); "
+            "print('ERROR: stop'); raise SystemExit(1)"]
+    lines: list[str] = []
+    assert installer.stream(show, lines.append) == "1 1\nERROR: stop\n"  # a failure returns the whole output
+    assert lines == ["  ERROR: stop"]  # progress: the lines an installer starts its news with
+    monkeypatch.setenv("UV_SYSTEM_CERTS", "0")  # the user's own setting wins
+    assert installer.stream(show, lines.append).startswith("0 1")
+
+
 def test_deep_profile_includes_the_tabular_pins():
     deep = program_env.requirements_file("deep").read_text()
     assert "-r requirements-tabular.txt" in deep and "torch==" in deep and "timm==" in deep

@@ -12,7 +12,10 @@ with ``--compile-bytecode``).
 Which one (:func:`choose_installer`, ``swarm-evo env build --installer auto|uv|pip``): by
 default :func:`find_uv` — the ``uv`` beside this interpreter (the project's virtual environment),
 else the first on ``PATH``; none: pip, run by the new environment's own interpreter. Each reads its own settings: ``PIP_INDEX_URL`` and ``pip.conf`` for pip,
-``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL`` and ``uv.toml`` for uv.
+``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL`` and ``uv.toml`` for uv. uv trusts the platform's
+certificate store (``UV_SYSTEM_CERTS=1`` unless set), as pip does through truststore: behind a
+TLS-inspecting proxy whose CA the system trusts, uv's own bundle fails with "invalid peer
+certificate: UnknownIssuer" (seen on this project's machines without ``SSL_CERT_FILE``).
 """
 
 from __future__ import annotations
@@ -113,11 +116,11 @@ _PROGRESS_LINES = ("Collecting", "Downloading", "Installing", "Successfully", "E
 
 
 def stream(argv: list[str], progress: Callable[[str], None]) -> str | None:
-    """Run ``argv`` (no prompts), passing its progress lines to ``progress``; None on success,
-    else its whole output (standard output and error, in order)."""
+    """Run ``argv`` (no prompts; uv with the system's certificates), passing its progress lines
+    to ``progress``; None on success, else its whole output (standard output and error, in order)."""
     lines: list[str] = []
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "PIP_NO_INPUT": "1", "UV_NO_PROGRESS": "1"}) as proc:
+                          env={"UV_SYSTEM_CERTS": "1", **os.environ, "PIP_NO_INPUT": "1", "UV_NO_PROGRESS": "1"}) as proc:
         for line in proc.stdout:
             lines.append(line)
             if line.startswith(_PROGRESS_LINES):
