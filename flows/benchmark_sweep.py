@@ -34,6 +34,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
+from flows._heartbeat_guard import heartbeats_guarded
 from flows._sweep_in_process import run_in_process
 from flows._sweep_rows import Rows, describe, failed_row, has_report, stored_row
 from flows.run_config import resolve_config
@@ -49,9 +50,7 @@ FLOW_NAME = "benchmark-sweep"
 RUN_FLOW_NAME = "two-phase-evo"
 ARTIFACT_KEY = "benchmark-sweep"
 PROBLEMS_ARTIFACT_KEY = "benchmark-sweep-problems"
-DEFAULT_POLL_INTERVAL = 10.0
-RUN_TIMEOUT_FACTOR = 1.5
-RUN_TIMEOUT_MARGIN = 600.0
+DEFAULT_POLL_INTERVAL, RUN_TIMEOUT_FACTOR, RUN_TIMEOUT_MARGIN = 10.0, 1.5, 600.0
 
 
 def default_run_timeout(time_limit: float) -> float:
@@ -247,6 +246,7 @@ def publish_summary(rows: list[dict], out_dir: str) -> dict:
 
 
 @flow(name=FLOW_NAME, log_prints=True)
+@heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
 def benchmark_sweep(
     competitions: list[str] | None = None,
     seeds: int | list[int] = 1,

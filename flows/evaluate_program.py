@@ -31,6 +31,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows._heartbeat_guard import heartbeats_guarded
+
 
 FLOW_NAME = "evaluate-program"
 DEFAULT_DEPLOYMENT = f"{FLOW_NAME}/default"
@@ -185,6 +187,7 @@ def artifact_key(problem_name: str) -> str:
 
 
 @flow(name=FLOW_NAME, persist_result=True, result_serializer="json", log_prints=True)
+@heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
 def evaluate_program(
     problem: str,
     program_path: str | None = None,

@@ -4,17 +4,21 @@ A flow run whose machine dies stays Running for ever: nothing on the server noti
 answer ("How to detect and respond to zombie flows", docs.prefect.io/v3/advanced/detect-zombie-flows)
 is two halves:
 
-- the workers' flow runs emit ``prefect.flow-run.heartbeat`` events every
+- the flow runs emit ``prefect.flow-run.heartbeat`` events every
   ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` seconds (Prefect 3.8.8 refuses values under 30,
-  ``prefect.settings.models.flows``; the default is 180);
+  ``prefect.settings.models.flows``; the default is 180). Every deployment of prefect.yaml sets
+  it to 30 in its job variables (``env``), which the worker passes to the flow run's process,
+  so a worker started with no extra variable is right (issue 40, item 1); a run of ours that
+  comes out slower anyway sends its own (flows/_heartbeat_guard.py);
 - an automation on the server with a *proactive* trigger: after a heartbeat of a flow run
-  (``for_each`` ``prefect.resource.id``: each run on its own), expect another heartbeat or a
-  final state within ``within`` seconds; when none comes, change the run's state to CRASHED.
+  tagged ``swarm-evo`` (``match_related``: the tag every deployment of prefect.yaml and every
+  run a sweep starts carries; the rest of the server is never watched), ``for_each``
+  ``prefect.resource.id`` (each run on its own), expect another heartbeat or a final state
+  within ``within`` seconds; when none comes, change the run's state to CRASHED.
 
 :func:`setup_pool` creates both through Prefect's client (``create_work_pool``,
-``create_automation``), idempotently. The automation watches every flow run of the server (a
-heartbeat event names the run, its flow, deployment and tags, not its work pool), so there is
-one per server, named :data:`AUTOMATION_NAME`.
+``create_automation``), idempotently. A heartbeat event names the run, its flow, deployment and
+tags, not its work pool, so there is one automation per server, named :data:`AUTOMATION_NAME`.
 
 Timing (measured in tests/test_pool_server.py): the server evaluates proactive triggers every
 5 s (``prefect.server.events.triggers``, ``periodic_granularity``), so a run whose process died
@@ -37,11 +41,10 @@ from prefect.events.schemas.automations import AutomationCore, EventTrigger, Pos
 from prefect.events.schemas.events import ResourceSpecification
 from prefect.exceptions import ObjectNotFound
 
+from flows._heartbeat_guard import MIN_HEARTBEAT_FREQUENCY, POOL_TAG
+
 AUTOMATION_NAME = "swarm-evo: crash flow runs whose heartbeats stop"
-MIN_HEARTBEAT_FREQUENCY = 30
-"""Prefect 3.8.8's lower bound of ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` (a setting ``ge=30``; the
-flow engine's ``MINIMUM_HEARTBEAT_INTERVAL``)."""
-DEFAULT_HEARTBEAT_FREQUENCY = 30
+DEFAULT_HEARTBEAT_FREQUENCY = MIN_HEARTBEAT_FREQUENCY
 MISSED_HEARTBEATS = 2
 """``within`` = this many heartbeat intervals: one missed heartbeat (a busy machine, a slow event
 pipeline) never crashes a live run; a dead one is Crashed 1-2 intervals (+5 s) after it died.
@@ -73,7 +76,8 @@ class SetupResult:
 
 def zombie_automation(heartbeat_frequency: int = DEFAULT_HEARTBEAT_FREQUENCY) -> AutomationCore:
     """The automation of Prefect's "detect zombie flows" guide for heartbeats every
-    ``heartbeat_frequency`` seconds, with ``within`` = :data:`MISSED_HEARTBEATS` intervals.
+    ``heartbeat_frequency`` seconds, with ``within`` = :data:`MISSED_HEARTBEATS` intervals, for
+    the flow runs tagged :data:`~flows._heartbeat_guard.POOL_TAG` only.
 
     Raises:
         PoolSetupError: ``heartbeat_frequency`` under :data:`MIN_HEARTBEAT_FREQUENCY`.
@@ -84,14 +88,17 @@ def zombie_automation(heartbeat_frequency: int = DEFAULT_HEARTBEAT_FREQUENCY) ->
     within = MISSED_HEARTBEATS * heartbeat_frequency
     return AutomationCore(
         name=AUTOMATION_NAME,
-        description=(f"Marks a flow run Crashed when no heartbeat (or final state) follows its last heartbeat "
-                     f"within {within} s: its machine or process died. Workers must set "
-                     f"PREFECT_FLOWS_HEARTBEAT_FREQUENCY={heartbeat_frequency}. Made by `swarm-evo pool setup`."),
+        description=(f"Marks a flow run tagged {POOL_TAG} Crashed when no heartbeat (or final state) follows its last "
+                     f"heartbeat within {within} s: its machine or process died. The deployments of swarm-evo's "
+                     f"prefect.yaml heartbeat every {MIN_HEARTBEAT_FREQUENCY} s (their job variables). Made by "
+                     "`swarm-evo pool setup`."),
         enabled=True,
         trigger=EventTrigger(
             after={HEARTBEAT_EVENT},
             expect={HEARTBEAT_EVENT, *FINAL_EVENTS},
             match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            match_related=ResourceSpecification({"prefect.resource.role": "tag",
+                                                 "prefect.resource.id": f"prefect.tag.{POOL_TAG}"}),
             for_each={"prefect.resource.id"},
             posture=Posture.Proactive,
             threshold=1,
@@ -177,8 +184,7 @@ def _unreachable(api_url: str, exc: BaseException) -> PoolSetupError:
 
 
 def worker_command(result: SetupResult) -> str:
-    """The command that starts a worker of the pool, heartbeats on (shell syntax). The API URL is
-    the one this machine used: on another machine, its host must name this server."""
-    return (f"PREFECT_API_URL={result.api_url or '<the server /api URL>'} "
-            f"PREFECT_FLOWS_HEARTBEAT_FREQUENCY={result.heartbeat_frequency} "
-            f"prefect worker start --pool {result.pool}")
+    """The command that starts a worker of the pool (shell syntax): nothing about heartbeats,
+    which the deployments carry. The API URL is the one this machine used: on another machine,
+    its host must name this server."""
+    return f"PREFECT_API_URL={result.api_url or '<the server /api URL>'} prefect worker start --pool {result.pool}"

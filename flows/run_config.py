@@ -70,9 +70,9 @@ def resolve_config(
         "mlebench_repo": mlebench_repo,
         "problem.instance": instance,
         "model.max_consecutive_failures": max_consecutive_failures,
-        "store": store,
+        "store.url": store,
     }
     overrides.update({key: value for key, value in explicit.items() if value is not None})
-    if overrides.get("store") is None and config.store is None and os.environ.get(STORE_ENV):
-        overrides["store"] = os.environ[STORE_ENV]
+    if overrides.get("store.url") is None and config.store.url is None and os.environ.get(STORE_ENV):
+        overrides["store.url"] = os.environ[STORE_ENV]
     return config.with_overrides(overrides), api_key

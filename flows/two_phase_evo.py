@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
 
+from flows._heartbeat_guard import heartbeats_guarded
 from flows._subflow import subflow_context
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
@@ -27,8 +29,15 @@ from swarm_evo.llm.ledger import cost_text
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.reporting.report import RESULT_FILE
 from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
-from swarm_evo.run.session import RunStoppedError, close_session, default_run_dir, open_session
+from swarm_evo.run.session import (
+    RunStoppedError,
+    RunSupersededError,
+    close_session,
+    default_run_dir,
+    open_session,
+)
 from swarm_evo.store import resolve_run
+from swarm_evo.store.lease import new_owner
 from tasks.artifacts import (
     publish_final_report,
     publish_node_table,
@@ -56,6 +65,7 @@ def record_policy(journal, policy: str) -> str:
 
 
 @flow(name="two-phase-evo", log_prints=True, persist_result=True, result_serializer="json")
+@heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
 def two_phase_evo(
     competition_id: str | None = None,
     data_dir: str | None = None,
@@ -157,6 +167,7 @@ def two_phase_evo(
         run_dir=run_path,
         config=config,
         endpoint=endpoint_for(config.model, api_key),
+        owner=new_owner(flow_run.get_id(), flow_run.get_name()),  # named in a superseded copy's message
     )
     try:
         return _search(session, config, llm_block)
@@ -217,6 +228,8 @@ def _search(session, config, llm_block: str | None) -> dict:
     else:
         with subflow_context(heartbeats):
             epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
+    if session.superseded:  # another process resumed the run: this copy grades and uploads nothing
+        raise RunSupersededError(f"{session.superseded} (local copy: {key})")
     update_progress(key, final=True)  # the steps update it at most every PROGRESS_INTERVAL s
     best, grade = grade_best(key)
     publish_node_table(key)

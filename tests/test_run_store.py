@@ -78,26 +78,28 @@ def test_mirror_copies_the_run_directory_but_no_scratch_link_or_temporary_file(t
     assert json.loads(store_files(store.run("run").url)["journal.json"])["nodes"][-1]["id"] == "n2"
 
 
-def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path):
+def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path, monkeypatch):
     """A sync uploads the journal as it was when the sync began, after the files: a node appended
     during a sync waits for the next one (the store is at most the node in flight behind)."""
+    import swarm_evo.store.mirror as mirror_module
+
     run_dir = tmp_path / "run"
     _fake_run(run_dir, 1)
     store = open_store(tmp_path / "store")
     mirror = RunMirror(run_dir, store.run("run"))
-    real_scan = mirror._scan
+    real_walk = mirror_module.walk_files
 
-    def scan_then_append():  # the journal is read first; a node lands while the files are listed
+    def walk_then_append(root):  # the journal is read first; a node lands while the files are listed
         _fake_run(run_dir, 2)
-        yield from real_scan()
+        yield from real_walk(root)
 
-    mirror._scan = scan_then_append
+    monkeypatch.setattr(mirror_module, "walk_files", walk_then_append)
     mirror.sync_once()
     files = store_files(store.run("run").url)
     named = [n["id"] for n in json.loads(files["journal.json"])["nodes"]]
     assert named == ["n0"], "the journal uploaded is the one read before the files"
     assert all(f"nodes/{i}/solution.py" in files for i in named)
-    mirror._scan = real_scan
+    monkeypatch.setattr(mirror_module, "walk_files", real_walk)
     mirror.sync_once()
     assert [n["id"] for n in json.loads(store_files(store.run("run").url)["journal.json"])["nodes"]] == ["n0", "n1"]
 
@@ -204,6 +206,8 @@ def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, 
                             seed=0, parallel_workers=1, store=store)
     run_url = open_store(store).run("wine-s0").url
     mirrored = store_files(run_url)
+    lease = json.loads(mirrored.pop("lease.json"))  # the store's own: who writes the location (issue 40)
+    assert lease["generation"] == 1 and lease["run_id"] == json.loads(mirrored["journal.json"])["info"]["run_id"]
     assert mirrored == _local_files(run_dir), "the store holds the run directory whole"
     assert {"journal.json", "grade_report.json", "result.json", "submission/submission.csv",
             "best_solution.py", "report.md", "run_report.json"} <= set(mirrored)
@@ -219,5 +223,6 @@ def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, 
     ids = [n["id"] for n in json.loads((local / "journal.json").read_text())["nodes"]]
     assert ids[:3] == first_ids and len(ids) == len(set(ids)) == 5
     again = store_files(run_url)
+    assert json.loads(again.pop("lease.json"))["generation"] == 2, "the resumed copy took the location over"
     assert [n["id"] for n in json.loads(again["journal.json"])["nodes"]] == ids
     assert again == _local_files(local)

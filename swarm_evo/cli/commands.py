@@ -200,7 +200,8 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
 
     check_prompt_window(config, objective)  # a context window too small for the prompts' fixed text: exit 2
     from swarm_evo.llm.endpoint import endpoint_for
-    from swarm_evo.run.session import check_run_dir, open_sandbox, probe_endpoints
+    from swarm_evo.run.preflight import open_sandbox, probe_endpoints
+    from swarm_evo.run.session import check_run_dir
 
     for probe in probe_endpoints(endpoint_for(config.model, api_key), config):  # one small call per model
         if probe.warning:

@@ -4,8 +4,9 @@
 
 On the server of ``PREFECT_API_URL``: creates work pool NAME when missing, and the automation
 that marks a flow run Crashed when its heartbeats stop (flows/pool_setup.py), then prints what
-it created or found and the worker command (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY=S prefect
-worker start --pool NAME``). Running it again creates nothing new.
+it created or found and the worker command (``prefect worker start --pool NAME``: the
+deployments of prefect.yaml carry their heartbeat frequency in their job variables). The
+automation watches the flow runs tagged ``swarm-evo`` only. Running it again creates nothing new.
 
 Exit codes: 0 done, 2 bad input or no server (one line naming PREFECT_API_URL or the option
 and the fix).
@@ -24,14 +25,14 @@ def add_pool_parser(sub) -> None:
     s = actions.add_parser(
         "setup", help="create a work pool and the automation that marks runs of dead workers Crashed",
         description="Idempotent: creates work pool NAME (if missing) and the automation that marks a flow run "
-        "Crashed when its heartbeats stop for 2 heartbeat intervals, on the server of PREFECT_API_URL.",
+        "tagged swarm-evo Crashed when its heartbeats stop for 2 heartbeat intervals, on the server of PREFECT_API_URL.",
     )
     s.add_argument("--pool", required=True, help="work pool name, e.g. swarm-evo-process")
     s.add_argument("--type", dest="pool_type", choices=("process", "docker"), default="process",
                    help="worker type of a new pool (default process; docker needs prefect-docker)")
     s.add_argument("--heartbeat-frequency", type=int, default=30,
-                   help="seconds between the workers' flow-run heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY; "
-                   "Prefect's minimum and this default: 30); a run is Crashed after 2 intervals without one")
+                   help="the heartbeat interval the automation assumes, seconds (default and Prefect's minimum: 30, "
+                   "what prefect.yaml's deployments send); a run is Crashed after 2 intervals without one")
 
 
 def run_pool(args) -> int:

@@ -41,17 +41,17 @@ def store_source(args) -> str:
 
 
 def check_store_option(config, source: str) -> None:
-    """Reach and write the run store (``config.store``) once, before anything runs; prints it.
+    """Reach and write the run store (``config.store.url``) once, before anything runs; prints it.
 
     Raises:
         StoreError: one line starting with ``source`` (``--store``), the URL and the error.
     """
-    if not config.store:
+    if not config.store.url:
         return
     from swarm_evo.store import StoreError, check_store, open_store
 
     try:
-        check_store(open_store(config.store))
+        check_store(open_store(config.store.url))
     except StoreError as exc:
         raise StoreError(f"{source} {exc}") from None
-    print(f"store: {config.store}")
+    print(f"store: {config.store.url}")

@@ -212,7 +212,7 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
                 f"--competitions: {exc} (run `swarm-evo prepare {competition_id}{raw} --data-dir {args.data_dir}`)"
             ) from None
     check_model_access(endpoint_for(config.model, api_key))
-    from swarm_evo.run.session import open_sandbox
+    from swarm_evo.run.preflight import open_sandbox
 
     open_sandbox(config)  # preflight: daemon, image, GPU runtime
     return competitions, tasks, seeds, policies

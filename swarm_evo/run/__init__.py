@@ -4,7 +4,8 @@ crashes), resuming from the run directory, the start check that every prompt fit
 window, and what a model call is given (prompt variables, the offline model's context).
 
 - :mod:`~swarm_evo.run.session`, :mod:`~swarm_evo.run.budget`, :mod:`~swarm_evo.run.resume`,
-  :mod:`~swarm_evo.run.prompt_budget`, :mod:`~swarm_evo.run.model_context`.
+  :mod:`~swarm_evo.run.prompt_budget`, :mod:`~swarm_evo.run.model_context`, :mod:`~swarm_evo.run.preflight`
+  (the sandbox probe and the model calls before the first step).
 
 May import: sandbox, config, population, store, prompting, llm, learning, search, objective.
 """

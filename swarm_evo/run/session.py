@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,20 +40,20 @@ from swarm_evo.learning.dispatcher import STATE_FILE, Dispatcher
 from swarm_evo.learning.experience import EXPERIENCE_FILE, ExperiencePool
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
-from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
+from swarm_evo.llm.probe import check_model_access
 from swarm_evo.objective import Objective, ProblemObjective
 from swarm_evo.objective.load import load_objective, recorded_data_dir
 from swarm_evo.population.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
 from swarm_evo.run.prompt_budget import check_prompt_window
 from swarm_evo.run.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
-from swarm_evo.sandbox import RuntimeInfo, Sandbox, describe_runtime
-from swarm_evo.sandbox.factory import make_sandbox
+from swarm_evo.run.preflight import open_sandbox, probe_endpoints, record_probe
+from swarm_evo.sandbox import RuntimeInfo, Sandbox
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
 from swarm_evo.store import RunMirror, checked_store, mirror_run
+from swarm_evo.store.lease import new_owner
 
 _SESSIONS: dict[str, RunSession] = {}
-_RUNTIMES: dict[str, RuntimeInfo] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -62,27 +63,10 @@ class RunStoppedError(RuntimeError):
     message, which names the fix and the resume command."""
 
 
-def open_sandbox(config: RunConfig) -> tuple[Sandbox, RuntimeInfo]:
-    """Build the sandbox and probe it (the preflight check): ``(sandbox, runtime)``.
-
-    The probe runs one tiny program through the sandbox with the run's limits and GPU
-    request (once per process and sandbox configuration: the CLI's preflight and the flow's
-    session share it), so a missing image, a dead daemon or a host without the NVIDIA runtime stops the
-    run here, before any step.
-
-    Raises:
-        SandboxUnavailableError: the backend cannot run programs (the message names the fix).
-        RuntimeProbeError: the probe ran but failed (e.g. no Python in the image).
-    """
-    sandbox = make_sandbox(config)
-    key = f"{config.search.parallel_workers}:{config.sandbox.model_dump_json()}"
-    with _REGISTRY_LOCK:
-        runtime = _RUNTIMES.get(key)
-    if runtime is None:
-        runtime = describe_runtime(sandbox)
-        with _REGISTRY_LOCK:
-            _RUNTIMES[key] = runtime
-    return sandbox, runtime
+class RunSupersededError(RunStoppedError):
+    """Another process took the run's store location over (issue 40, item 2): this copy stopped
+    starting steps and uploading; raised by the main flow before it grades or reports anything.
+    The message says who took over (:class:`swarm_evo.store.lease.SupersededError`)."""
 
 
 @dataclass
@@ -135,9 +119,17 @@ class RunSession:
                 self.stop_reason, self.stop_is_failure = reason, failure
 
     @property
+    def superseded(self) -> str | None:
+        """Why this copy of the run may no longer write its store location, or None."""
+        if self.mirror is None or self.mirror.superseded is None:
+            return None
+        return str(self.mirror.superseded)
+
+    @property
     def finished(self) -> bool:
-        """True when no new step may start: budget, time limit, or a stop (:meth:`stop`)."""
-        return self.stop_reason is not None or self.budget.done
+        """True when no new step may start: budget, time limit, a stop (:meth:`stop`), or another
+        process took the run's store location over (:attr:`superseded`)."""
+        return self.stop_reason is not None or self.budget.done or self.superseded is not None
 
     @property
     def loci(self) -> tuple[str, ...]:
@@ -209,35 +201,6 @@ def _check_owner(journal: Journal, objective: Objective) -> None:
         )
 
 
-def probe_endpoints(endpoint: ModelEndpoint, config: RunConfig) -> list[ProbeResult]:
-    """The preflight call (:func:`swarm_evo.llm.probe.probe_model`) of each distinct model
-    the run uses: the code model, and the review and evolution models when they differ.
-
-    Raises:
-        ModelAccessError: a model's endpoint is unreachable, refuses the key or lacks the model.
-    """
-    names = [endpoint.name, config.model.review_name, config.model.evolution_name]
-    results = []
-    for role, name in zip(("code", "review", "evolution"), names):
-        if name and name not in names[: ("code", "review", "evolution").index(role)]:
-            role_endpoint = endpoint if role == "code" else endpoint.for_role(role, name)
-            check_model_access(role_endpoint)
-            results.append(probe_model(role_endpoint))
-    return results
-
-
-def _record_probe(run_dir: Path, probe: ProbeResult) -> None:
-    """Count a preflight call in the run's ledger, once (a cached probe is shared by runs in one process)."""
-    if probe.recorded or not (probe.usage.calls or probe.warning):
-        return
-    ledger_for(run_dir / LEDGER_FILE).record(
-        role="code", operation="probe", model=probe.model, ok=probe.warning is None, seconds=probe.seconds,
-        prompt_tokens=probe.usage.prompt_tokens, completion_tokens=probe.usage.completion_tokens,
-        cost_usd=probe.usage.cost, error=probe.warning,
-    )
-    probe.recorded = True
-
-
 def open_session(
     *,
     competition_id: str | None = None,
@@ -246,12 +209,15 @@ def open_session(
     run_dir: Path,
     config: RunConfig,
     endpoint: ModelEndpoint,
+    owner: dict | None = None,
 ) -> RunSession:
     """Validate the inputs, create the run directory and journal, register the session.
 
     The run optimises a competition (``competition_id``) or a problem (``problem``); give
     exactly one. An existing ``RUN_DIR/journal.json`` is continued (budget counts its nodes).
-    All checks run before anything is written.
+    All checks run before anything is written. With a run store (``config.store.url``) the run
+    takes its location over (``owner``: :func:`~swarm_evo.store.lease.new_owner`, made here
+    when not given; the flow gives its flow run).
 
     Raises:
         CompetitionError, ProblemError: the objective cannot be loaded (names the file and the fix).
@@ -261,9 +227,11 @@ def open_session(
         RunDirectoryError: the run directory's journal belongs to another competition or
             problem, or its saved agents do not match ``agents.num_agents``.
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
-        StoreError: the run store (``config.store``) cannot be reached or written.
+        StoreError: the run store (``config.store.url``) cannot be reached or written, its
+            location holds another run (``LocationClashError``), or holds this run further on
+            than ``run_dir`` (``StaleCopyError``, naming the command that resumes the store's copy).
     """
-    store = checked_store(config.store)
+    store = checked_store(config.store.url)
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     check_prompt_window(config, objective)  # also for runs started from a deployment, not the CLI
     check_model_access(endpoint)
@@ -280,6 +248,7 @@ def open_session(
     journal.info.update(
         **({"competition_id": objective.id} if objective.kind == "competition" else {"problem": objective.id}),
         **({"instance": objective.instance} if getattr(objective, "instance", None) else {}),
+        run_id=journal.info.get("run_id") or uuid.uuid4().hex,  # the run's identity (its store location's owner)
         data_dir=recorded_data_dir(data_dir),  # a store URL as given: a resume elsewhere reads the store
         model=endpoint.name,
         seed=config.seed,
@@ -287,8 +256,14 @@ def open_session(
     )
     sandbox, runtime = open_sandbox(config)
     journal.info["runtime"] = runtime.model_dump()
+    created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
-    mirror = mirror_run(run_dir, store)
+    try:
+        mirror = mirror_run(run_dir, store, journal, owner or new_owner(), max_file_mb=config.store.max_file_mb)
+    except Exception:
+        if created:  # refused before anything was written: leave no empty run directory behind
+            run_dir.rmdir()
+        raise
     if mirror is not None:
         journal.after_save = mirror.request  # the store is at most the node in flight behind
     journal.save()
@@ -317,7 +292,7 @@ def open_session(
         "max_cost_usd": config.model.max_cost_usd,  # no call starts once the run's calls cost this
     })
     for probe in probes:
-        _record_probe(run_dir, probe)
+        record_probe(run_dir, probe)
     session = RunSession(
         run_dir=run_dir,
         config=config,

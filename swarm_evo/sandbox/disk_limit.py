@@ -64,11 +64,13 @@ log = logging.getLogger(__name__)
 
 
 def disk_usage_bytes(workdir: Path) -> int:
-    """Bytes the files under ``workdir`` occupy on disk (``st_blocks`` × 512, like ``du``).
+    """Bytes the files under ``workdir`` take: each file's apparent size or its allocated blocks
+    (``st_blocks`` × 512, like ``du``), whichever is larger.
 
     Never follows a symlink; the top-level ``input`` (the read-only public data, a link or a
     mount) is not counted. Entries that vanish or cannot be read during the walk are skipped.
-    Sparse files count by their allocated blocks (``RLIMIT_FSIZE`` bounds their size).
+    A sparse file counts by its apparent size (issue 40, item 7): everything that reads the
+    directory afterwards (the hand-in, the run store's mirror, a resume's fetch) sees that size.
     """
     total = 0
     stack = [(os.fspath(workdir), True)]
@@ -86,7 +88,9 @@ def disk_usage_bytes(workdir: Path) -> int:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                total += st.st_blocks * 512
+                # a sparse file counts by its apparent size: it is read, copied, uploaded and
+                # fetched at that size (issue 40, item 7: 50 sparse files of 4 GiB took no blocks)
+                total += max(st.st_blocks * 512, st.st_size if stat.S_ISREG(st.st_mode) else 0)
                 if stat.S_ISDIR(st.st_mode):
                     stack.append((entry.path, False))
     return total

@@ -106,7 +106,9 @@ def write_run_report(session: RunSession) -> dict:
     (operations with their improvement numbers, the best lineage, agents, evolutions, Phase 2
     start; issue 17: :mod:`swarm_evo.reporting.operation_stats`) plus ``hand_in`` (``{node_id, step, reason}``),
     ``llm`` (calls, failed_calls, prompt_tokens, completion_tokens, cost_usd, seconds, by_operation,
-    by_role: :mod:`swarm_evo.llm.ledger`) and ``stop_reason`` (None unless the run stopped early)."""
+    by_role: :mod:`swarm_evo.llm.ledger`), ``stop_reason`` (None unless the run stopped early) and, with
+    a run store, ``store`` (``{url, skipped_files: {path: why}, syncs, failures}``: the files the store
+    could not take, issue 40 item 4)."""
     evolutions = [record.summary() for record in load_evolutions(session.run_dir)]
     report = build_run_report(session.journal, evolutions, session.agents.ids)
     chosen, why = handed_in(session)
@@ -114,5 +116,9 @@ def write_run_report(session: RunSession) -> dict:
                          "reason": why}
     report["llm"] = session.ledger.summary().report()  # every model call, failed and preflight ones too
     report["stop_reason"] = session.stop_reason
+    if session.mirror is not None:
+        stats = session.mirror.stats
+        report["store"] = {"url": session.mirror.target.url, "skipped_files": dict(stats.skipped),
+                           "syncs": stats.syncs, "failures": stats.failures}
     save_run_report(session.run_dir / RUN_REPORT_FILE, report)
     return report

@@ -8,12 +8,13 @@ from there.
 - :mod:`~swarm_evo.store.fetch`: a run back into a local directory, one JSON file of a run;
 - :mod:`~swarm_evo.store.data`: prepared competitions in the store, read through a local cache.
 
-May import: sandbox, population.
+May import: sandbox, config, population.
 """
 
 from swarm_evo.store.fetch import fetch_files, fetch_run, read_run_json, resolve_run, split_run_url
 from swarm_evo.store.location import STORE_ENV, Store, StoreError, check_store, checked_store, is_url, open_store
-from swarm_evo.store.mirror import RunMirror, mirror_run, put_object
+from swarm_evo.store.mirror import RunMirror, mirror_run
+from swarm_evo.store.location import put_object
 
 __all__ = [
     "STORE_ENV",

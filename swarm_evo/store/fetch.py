@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
+from swarm_evo.config import DEFAULT_MAX_FILE_MB
 from swarm_evo.population.journal import JOURNAL_FILE
+from swarm_evo.store.lease import LEASE_FILE, is_extension, node_ids
 from swarm_evo.store.location import RUNS_DIR, Store, StoreError, is_url, open_store
+
+logger = logging.getLogger(__name__)
 
 
 def split_run_url(url: str) -> tuple[str, str]:
@@ -30,40 +37,58 @@ def split_run_url(url: str) -> tuple[str, str]:
     return store, name
 
 
-def fetch_run(run: Store, run_dir: Path) -> int:
-    """Rebuild the run directory ``run_dir`` from the store location ``run`` (``STORE/runs/<name>``);
-    returns the number of files downloaded.
+@dataclass
+class Fetched:
+    """What :func:`fetch_run` did: ``files`` downloaded, ``skipped`` (relative path -> why: over
+    ``store.max_file_mb``)."""
 
-    A ``run_dir`` that already holds a journal is left as it is (0): the local copy is at least
-    as new as the store's, which the mirror fills from it. Otherwise every file is downloaded,
-    the journal last, so an interrupted fetch leaves no journal and is simply done again.
+    files: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def fetch_run(run: Store, run_dir: Path, max_file_mb: int = DEFAULT_MAX_FILE_MB) -> Fetched:
+    """Rebuild the run directory ``run_dir`` from the store location ``run`` (``STORE/runs/<name>``).
+
+    A ``run_dir`` that already holds a journal is left as it is (nothing fetched): the caller
+    (:func:`resolve_run`) decided it holds this run at least as far as the store. Otherwise every
+    file is downloaded, the journal last, so an interrupted fetch leaves no journal and is simply
+    done again; files over ``max_file_mb`` MiB (``store.max_file_mb``; a file of that size in the
+    store was put there by something else than the mirror, which refuses them) are skipped and
+    recorded, as are the lease and temporary files.
 
     Raises:
         StoreError: the store has no ``journal.json`` at ``run`` (no such run), or cannot be read.
     """
     run_dir = Path(run_dir)
+    fetched = Fetched()
     if (run_dir / JOURNAL_FILE).exists():
-        return 0
+        return fetched
     journal = run.path(JOURNAL_FILE)
     try:
         if not run.fs.exists(journal):
             raise StoreError(f"{run.url}: no {JOURNAL_FILE} there, so no run to resume; check the run name "
                              f"(a store keeps its runs in STORE/{RUNS_DIR}/<run name>)")
-        files = sorted(path for path in run.fs.find(run.root) if not path.endswith("/"))
+        listing = run.fs.find(run.root, detail=True)
     except StoreError:
         raise
     except Exception as exc:
         raise StoreError(f"{run.url}: cannot read the run ({type(exc).__name__}: {exc})") from None
     prefix = run.root.rstrip("/") + "/"
-    journal_last = sorted(files, key=lambda path: path == journal)
-    count = 0
-    for path in journal_last:
+    limit = max_file_mb * 1024 * 1024
+    for path in sorted((p for p in listing if not p.endswith("/")), key=lambda p: (p == journal, p)):
         rel = path[len(prefix):] if path.startswith(prefix) else None
-        if not rel or rel.startswith("..") or "/../" in f"/{rel}/" or Path(rel).name.startswith(".swarm-evo-probe"):
+        name = Path(rel).name if rel else ""
+        if (not rel or rel.startswith("..") or "/../" in f"/{rel}/" or name.startswith(".swarm-evo-probe")
+                or rel == LEASE_FILE or (name.startswith(".") and name.endswith(".tmp"))):
+            continue
+        size = listing[path].get("size") or 0
+        if size > limit:
+            fetched.skipped[rel] = f"{size / 2**20:,.0f} MiB, over store.max_file_mb = {max_file_mb}"
+            logger.warning("not fetched from %s: %s (%s)", run.url, rel, fetched.skipped[rel])
             continue
         _download(run, path, run_dir / rel)
-        count += 1
-    return count
+        fetched.files += 1
+    return fetched
 
 
 def _download(store: Store, path: str, target: Path) -> None:
@@ -97,10 +122,16 @@ def fetch_files(run: Store, run_dir: Path, names: Iterable[str]) -> list[str]:
     return fetched
 
 
-def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR)) -> tuple[Path, str | None]:
+def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR),
+                max_file_mb: int = DEFAULT_MAX_FILE_MB) -> tuple[Path, str | None]:
     """Where to resume ``location``: a local run directory as it is, or a run in a store
-    (``STORE/runs/<name>``, any fsspec URL) fetched into ``scratch/<name>`` (:func:`fetch_run`),
-    or into ``scratch/<hash of the URL>/<name>`` when ``scratch/<name>`` holds another run.
+    (``STORE/runs/<name>``, any fsspec URL) in ``scratch/<name>`` (or ``scratch/<hash of the
+    URL>/<name>`` when ``scratch/<name>`` holds another run).
+
+    The store's journal only grows (issue 40, item 3): a local copy of the same run (the same
+    ``run_id``) is used as it is only when its journal extends the store's; a copy the store has
+    moved past is moved aside to ``<dir>.stale-<UTC time>`` (kept, never deleted) and the run
+    is fetched again (:func:`fetch_run`).
 
     Returns:
         ``(local run directory, store URL or None)``.
@@ -113,28 +144,55 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR)) -> tuple[P
     store_url, name = split_run_url(str(location))
     store = open_store(store_url)
     run = store.run(name)
+    stored = _stored_journal(run)
     run_dir = Path(scratch) / name
-    if not _same_run(run, run_dir):  # another run of that name here (another sweep's): a place of its own
+    if not _same_run(stored, run_dir):  # another run of that name here (another sweep's): a place of its own
         run_dir = Path(scratch) / hashlib.sha256(run.url.encode()).hexdigest()[:10] / name
-    fetch_run(run, run_dir)
+    local = _local_journal(run_dir)
+    if local is not None and not is_extension(node_ids(local), node_ids(stored)):
+        aside = run_dir.with_name(f"{run_dir.name}.stale-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")
+        run_dir.rename(aside)
+        logger.warning("%s is behind %s (%s nodes there, %s here): moved it to %s and fetched the store's copy",
+                       run_dir, run.url, len(node_ids(stored)), len(node_ids(local)), aside)
+    fetch_run(run, run_dir, max_file_mb)
     return run_dir, store.url
 
 
-def _node_ids(journal: bytes) -> list[str]:
-    return [node.get("id") for node in json.loads(journal).get("nodes") or []]
-
-
-def _same_run(run: Store, run_dir: Path) -> bool:
-    """Whether ``run_dir`` is free or holds the run at ``run``: its journal's nodes start with the
-    store's (the store is at most the node in flight behind the run directory it mirrors)."""
-    local = run_dir / JOURNAL_FILE
-    if not local.exists():
-        return True
+def _stored_journal(run: Store) -> dict:
     try:
-        mine, theirs = _node_ids(local.read_bytes()), _node_ids(run.fs.cat_file(run.path(JOURNAL_FILE)))
+        data = json.loads(run.fs.cat_file(run.path(JOURNAL_FILE)))
+    except FileNotFoundError:
+        raise StoreError(f"{run.url}: no {JOURNAL_FILE} there, so no run to resume; check the run name "
+                         f"(a store keeps its runs in STORE/{RUNS_DIR}/<run name>)") from None
+    except ValueError:
+        raise StoreError(f"{run.url}: its {JOURNAL_FILE} is not JSON; the run cannot be resumed from there") from None
+    except Exception as exc:
+        raise StoreError(f"{run.url}: cannot read the run ({type(exc).__name__}: {exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _local_journal(run_dir: Path) -> dict | None:
+    try:
+        data = json.loads((run_dir / JOURNAL_FILE).read_bytes())
+    except FileNotFoundError:
+        return None
     except (OSError, ValueError):
-        return False
-    return mine[:len(theirs)] == theirs and (bool(theirs) or not mine)
+        return {"info": {}, "nodes": []}
+    return data if isinstance(data, dict) else {"info": {}, "nodes": []}
+
+
+def _same_run(stored: dict, run_dir: Path) -> bool:
+    """Whether ``run_dir`` is free or holds the run whose journal the store holds: the same
+    ``run_id``; for journals from before run ids, nodes that start with the store's (and, with
+    no nodes on either side, nothing to tell them apart: not the same)."""
+    local = _local_journal(run_dir)
+    if local is None:
+        return True
+    ours, theirs = (local.get("info") or {}).get("run_id"), (stored.get("info") or {}).get("run_id")
+    if ours or theirs:
+        return ours == theirs
+    mine, stored_nodes = node_ids(local), node_ids(stored)
+    return bool(stored_nodes) and is_extension(mine, stored_nodes)
 
 
 def read_run_json(store: Store, name: str, filename: str) -> dict | None:

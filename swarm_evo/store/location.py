@@ -12,13 +12,17 @@ by options of ours. Layout (issue 34)::
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import uuid
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import urlsplit, urlunsplit
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -34,6 +38,8 @@ CHECK_TIMEOUT = 30.0
 """Seconds :func:`check_store` waits for the store to answer its write-read-delete probe."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_MISTYPED = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)(?::/?(?!/)|//)(.*)$")
+"""``s3:/bucket/x``, ``s3:bucket/x``, ``s3//bucket/x``: a scheme without its ``://`` (issue 40, item 8)."""
 
 # s3fs builds of some package indexes report __version__ 0.4.2 whatever their release, and fsspec
 # then warns that s3fs is "very old" on every import; the release is the one pip installed.
@@ -49,6 +55,49 @@ class StoreError(ValueError):
 def is_url(text: str | Path) -> bool:
     """Whether ``text`` starts with ``scheme://`` (``s3://b/p``, ``file:///p``); a plain path is not."""
     return bool(_SCHEME.match(str(text)))
+
+
+def redact_url(text: str | Path) -> str:
+    """``text`` with the password of a URL's user part replaced by ``***``
+    (``sftp://alice:secret@host/p`` -> ``sftp://alice:***@host/p``); anything else unchanged."""
+    text = str(text)
+    if not is_url(text):
+        return text
+    parts = urlsplit(text)
+    if parts.password is None:
+        return text
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def check_url(text: str | Path) -> str:
+    """``text`` stripped, after the checks every store and data URL passes (issue 40, item 8).
+
+    Raises:
+        StoreError: a scheme whose ``://`` is mistyped (``s3:/b/x``, ``s3:b/x``, ``s3//b/x``:
+            these would silently be local folders, so every machine would write its own disk),
+            or a URL with a password in it (``sftp://user:secret@host/p``: a URL is kept in the
+            journal, the flow run's parameters shown by the UI, the sweep's rows and the logs).
+            The message names the fix and never the password.
+    """
+    text = str(text).strip()
+    mistyped = _MISTYPED.match(text)
+    if mistyped and not is_url(text) and mistyped.group(1).lower() in _known_protocols():
+        scheme, rest = mistyped.group(1), mistyped.group(2).lstrip("/")
+        raise StoreError(f"{text}: not a URL ('{scheme}' needs '://'): write {scheme}://{rest} "
+                         f"(or ./{text} for a local folder of that name)")
+    if is_url(text) and urlsplit(text).password is not None:
+        raise StoreError(
+            f"{redact_url(text)}: a password in the URL would be kept in the journal, the flow run's parameters "
+            "(shown in the Prefect UI), the sweep's rows and the logs; leave it out and give the credentials the "
+            "file system's own way: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or ~/.aws) for s3://, an ssh key "
+            "or ~/.ssh/config for sftp://, GOOGLE_APPLICATION_CREDENTIALS for gs:// (docs/many-machines.md)")
+    return text
+
+
+def _known_protocols() -> set[str]:
+    return {p.lower() for p in fsspec.available_protocols() if len(p) > 1}
 
 
 @dataclass(frozen=True)
@@ -86,10 +135,11 @@ def open_store(url: str | Path) -> Store:
     (:func:`check_store` does that).
 
     Raises:
-        StoreError: an unknown scheme (names the schemes fsspec knows), or the scheme's fsspec
-            package is not installed (names it: ``pip install s3fs`` for ``s3://``).
+        StoreError: an unknown scheme (names the schemes fsspec knows), the scheme's fsspec
+            package is not installed (names it: ``pip install s3fs`` for ``s3://``), or
+            :func:`check_url` refuses the URL (a mistyped scheme, a password in it).
     """
-    text = str(url).strip()
+    text = check_url(url)
     if not text:
         raise StoreError("an empty store URL: give a directory or an fsspec URL such as s3://bucket/prefix")
     if not is_url(text):
@@ -162,3 +212,24 @@ def checked_store(url: str | None) -> Store | None:
     store = open_store(url)
     check_store(store)
     return store
+
+
+def put_object(target: Store, rel: str, source: bytes | BinaryIO, made_dirs: set[str] | None = None) -> None:
+    """Write ``source`` (bytes or a binary file) to ``target/rel``: through a temporary name and a
+    rename on a local store (a reader never sees half a file), as one object elsewhere (an S3
+    put is whole or nothing). ``made_dirs`` remembers the folders already made."""
+    fs, path = target.fs, target.path(rel)
+    parent = path.rsplit("/", 1)[0]
+    if made_dirs is None or parent not in made_dirs:
+        fs.makedirs(parent, exist_ok=True)
+        if made_dirs is not None:
+            made_dirs.add(parent)
+    # a short temporary name: a name near the 255-byte limit must still fit with its suffix
+    write_path = f"{parent}/.{rel.rsplit('/', 1)[-1][:64]}.{uuid.uuid4().hex}.tmp" if target.is_local else path
+    with fs.open(write_path, "wb") as out:
+        if isinstance(source, bytes):
+            out.write(source)
+        else:
+            shutil.copyfileobj(source, out)
+    if write_path != path:
+        os.replace(write_path, path)

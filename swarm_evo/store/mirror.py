@@ -2,49 +2,81 @@
 
 A run works in a local (scratch) run directory; the mirror uploads what changed there after
 every journal append (:meth:`RunMirror.request`), every :data:`SYNC_PERIOD` seconds, and at the
-end (:meth:`RunMirror.close`). One sync uploads the changed files of the directory first and
-the journal last, with the journal's bytes as they were when the sync began: the store's
-journal only names nodes whose files are already in the store, and it is at most the node in
-flight behind the local one (issue 34).
+end (:meth:`RunMirror.close`). One sync uploads the changed files of the directory first, then
+the journal, with its bytes as they were when the sync began, then ``result.json``: the store's
+journal only names nodes whose files are already in the store, it is at most the node in flight
+behind the local one (issue 34), and a ``result.json`` in the store means the store's copy of
+the run's reports is final (a sweep reads its rows from it).
+
+One writer (issue 40, item 2): a mirror started by :func:`mirror_run` holds the location's
+lease (:mod:`swarm_evo.store.lease`). It checks the lease before every sync, again before any
+upload after a pause of more than :data:`LEASE_RECHECK` seconds (a process frozen and thawed
+mid-sync), and right before the journal; once another process has taken the location over it
+uploads nothing more, stops, and calls ``on_superseded`` (the run stops with the message).
 
 A store that goes away leaves the run going locally: the failed sync is retried with
 exponential back-off (tenacity), the mirror warns once, says when the store answers again,
 and the next sync uploads everything that changed meanwhile. Nothing is deleted in the store.
 
-What is mirrored: every regular file of the run directory except temporary files
-(``.<name>.*.tmp``, the atomic writes in flight) and each node's ``working/`` folder (the
-program's scratch space: models and caches the program wrote, often gigabytes). Files a
-program wrote are read as :func:`~swarm_evo.sandbox.safe_read.open_program_file` does: a
-symbolic link is never followed, a FIFO never blocks.
+What is mirrored (read by :func:`~swarm_evo.store.walk.walk_files`, which follows no link at any
+depth): every regular file of the run directory except temporary files (``.<name>.*.tmp``, the
+atomic writes in flight) and scratch (a program's ``working/`` folder, wherever it moved). A file
+the store cannot take — over ``store.max_file_mb``, a name that is not UTF-8, a key longer than
+the store allows, or an upload the store keeps refusing while it answers otherwise — is skipped
+and recorded (:attr:`RunMirror.skipped`, warned once, listed in the run report), and the
+journal keeps moving (issue 40, item 4).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
-import stat
 import threading
 import time
-import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import tenacity
 
-from swarm_evo.population.journal import JOURNAL_FILE
-from swarm_evo.sandbox.safe_read import ProgramFileError, open_program_file
-from swarm_evo.store.location import Store
+from swarm_evo.config import DEFAULT_MAX_FILE_MB
+from swarm_evo.population.journal import JOURNAL_FILE, Journal
+from swarm_evo.sandbox.safe_read import ProgramFileError
+from swarm_evo.store.lease import (
+    LEASE_FILE,
+    LocationClashError,
+    Lease,
+    StaleCopyError,
+    SupersededError,
+    check_lease,
+    read_lease,
+    take_over,
+)
+from swarm_evo.store.location import Store, StoreError, put_object
+from swarm_evo.store.walk import walk_files
 
 logger = logging.getLogger(__name__)
 
 SYNC_PERIOD = 30.0
 """Seconds between syncs when no journal append asks for one (run_state.json, the call ledger)."""
 
-NODES_DIR = "nodes"
-SKIPPED_NODE_DIRS = frozenset({"working"})
-"""Folders of ``nodes/<id>/`` that are not mirrored: the program's scratch space."""
+RESULT_FILE = "result.json"
+"""Uploaded after the journal: its presence in the store says the store's reports are final
+(the same name as :data:`swarm_evo.reporting.report.RESULT_FILE`, which writes it)."""
+
+LEASE_RECHECK = 1.0
+"""Seconds after which an upload checks the lease again (a process frozen mid-sync and thawed
+learns it was superseded before its next upload)."""
+
+OBJECT_KEY_BYTES = 1024
+"""The longest object key S3 (and GCS) take, in UTF-8 bytes."""
+
+NAME_BYTES = 255
+"""The longest name of one path component on a local store (ext4, XFS)."""
+
+FILE_ATTEMPTS = 3
+"""Syncs in a row a file may fail in while the store answers, before it is skipped and recorded."""
 
 
 @dataclass
@@ -58,40 +90,60 @@ class MirrorStats:
     seconds: float = 0.0
     failures: int = 0
     last_error: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class RunMirror:
     """Mirror the run directory ``run_dir`` to ``target`` (``STORE/runs/<name>``).
 
-    Use: ``mirror = RunMirror(run_dir, store.run(name)).start()``; ``mirror.request()`` after a
+    Use :func:`mirror_run` (it takes the location's lease first); ``mirror.request()`` after a
     journal append; ``mirror.close()`` at the end of the run. :meth:`sync_once` is the one sync,
     also usable without the thread.
 
     Args:
         run_dir: the local run directory.
         target: the store location it is mirrored to.
+        lease: this writer's lease of ``target`` (:func:`~swarm_evo.store.lease.take_over`);
+            None: no lease is checked (a mirror of a directory nobody else writes, e.g. a benchmark).
+        max_file_mb: files larger than this (MiB) are skipped and recorded (``store.max_file_mb``).
+        on_superseded: called once (from the mirror's thread) with the
+            :class:`~swarm_evo.store.lease.SupersededError` when another process took ``target`` over.
         retry_initial, retry_max: seconds of the first and the longest wait between attempts
             when the store fails (doubling: 1, 2, 4, ... 60).
         period: seconds between syncs without a request (:data:`SYNC_PERIOD`).
     """
 
-    def __init__(self, run_dir: Path, target: Store, *, retry_initial: float = 1.0, retry_max: float = 60.0,
-                 period: float = SYNC_PERIOD) -> None:
+    def __init__(self, run_dir: Path, target: Store, *, lease: Lease | None = None,
+                 max_file_mb: int = DEFAULT_MAX_FILE_MB,
+                 on_superseded: Callable[[SupersededError], None] | None = None,
+                 retry_initial: float = 1.0, retry_max: float = 60.0, period: float = SYNC_PERIOD) -> None:
         self.run_dir = Path(run_dir)
         self.target = target
+        self.lease = lease
+        self.max_file_bytes = max_file_mb * 1024 * 1024
+        self.on_superseded = on_superseded
+        self.superseded: SupersededError | None = None
         self.stats = MirrorStats()
         self._period = period
         self._retry = (retry_initial, retry_max)
-        self._sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) uploaded
+        self._sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) uploaded or skipped
+        self._file_failures: dict[str, int] = {}
         self._made_dirs: set[str] = set()
+        self._lease_checked = 0.0
         self._cond = threading.Condition()
         self._requested = 0  # request generations: a sync that starts at generation g covers <= g
         self._synced = 0
         self._wake = threading.Event()
         self._closing = threading.Event()
-        self._abandon = threading.Event()  # close() gave up waiting: stop retrying
+        self._abandon = threading.Event()  # close() gave up waiting, or superseded: stop retrying
         self._failing = False
         self._thread: threading.Thread | None = None
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Files not mirrored, relative path -> why (over the size cap, a name the store cannot
+        take, refused by the store)."""
+        return dict(self.stats.skipped)
 
     # ------------------------------------------------------------------ the background thread
     def start(self) -> RunMirror:
@@ -112,23 +164,25 @@ class RunMirror:
 
         Returns:
             True when it completed within ``timeout`` seconds (None: no bound), False otherwise
-            (the store is failing; the thread keeps retrying).
+            (the store is failing and the thread keeps retrying, or this writer was superseded).
         """
         with self._cond:
             self._requested += 1
             wanted = self._requested
         self._wake.set()
         with self._cond:
-            return self._cond.wait_for(lambda: self._synced >= wanted, timeout=timeout)
+            return self._cond.wait_for(lambda: self._synced >= wanted or self.superseded is not None,
+                                       timeout=timeout) and self.superseded is None
 
     def close(self, timeout: float = 300.0) -> bool:
         """Upload what is left and stop the thread: wait up to ``timeout`` seconds for a last
         complete sync. On False the store is behind: the local run directory holds everything
-        (a warning names it; ``swarm-evo resume`` or a later run's mirror catches the store up)."""
+        (a warning names it; ``swarm-evo resume`` or a later run's mirror catches the store up),
+        or this writer was superseded (nothing more is uploaded)."""
         if self._thread is None:
-            return True
-        done = self.flush(timeout)
-        if not done:
+            return self.superseded is None
+        done = self.superseded is None and self.flush(timeout)
+        if not done and self.superseded is None:
             logger.warning("the store %s is behind the run directory %s (%s); the local copy is whole",
                            self.target.url, self.run_dir, self.stats.last_error)
         self._closing.set()
@@ -142,6 +196,7 @@ class RunMirror:
         first, longest = self._retry
         retrying = tenacity.Retrying(
             wait=tenacity.wait_exponential(multiplier=first, min=first, max=longest),
+            retry=tenacity.retry_if_not_exception_type(SupersededError),
             stop=tenacity.stop_when_event_set(self._abandon),
             before_sleep=self._on_failure,
             sleep=self._abandon.wait,  # wakes at once when close() gives up
@@ -156,6 +211,9 @@ class RunMirror:
                 generation = self._requested
             try:
                 retrying(self.sync_once)
+            except SupersededError as exc:
+                self._superseded(exc)
+                break
             except Exception as exc:  # abandoned by close(): the warning is close()'s
                 self._note_failure(exc)
                 break
@@ -165,6 +223,15 @@ class RunMirror:
             with self._cond:
                 self._synced = max(self._synced, generation)
                 self._cond.notify_all()
+
+    def _superseded(self, exc: SupersededError) -> None:
+        logger.error("%s (run directory %s)", exc, self.run_dir)
+        self._abandon.set()
+        with self._cond:
+            self.superseded = exc
+            self._cond.notify_all()
+        if self.on_superseded is not None:
+            self.on_superseded(exc)
 
     def _note_failure(self, exc: BaseException) -> None:
         self.stats.failures += 1
@@ -179,39 +246,99 @@ class RunMirror:
 
     # ------------------------------------------------------------------ one sync
     def sync_once(self) -> int:
-        """Upload every file that changed since the last sync, the journal last; returns the
-        number of files uploaded.
+        """Upload every file that changed since the last sync, then the journal, then
+        ``result.json``; returns the number of files uploaded.
 
         Raises:
+            SupersededError: another process holds the location's lease now; nothing more was uploaded.
             OSError and the store's own errors: an upload failed (the files uploaded before it
-            count as sent; the rest, and the journal, go with the next sync).
+                count as sent; the rest, and the journal, go with the next sync).
         """
         started = time.perf_counter()
-        journal = self._read_journal()  # first: the node files it names are on disk already
+        self._check_lease(force=True)
+        journal = self._read_local(JOURNAL_FILE)  # first: the node files it names are on disk already
+        result = self._read_local(RESULT_FILE)
         uploaded = 0
-        for rel, signature in self._scan():
-            if rel == JOURNAL_FILE or self._sent.get(rel) == signature:
+        for entry in walk_files(self.run_dir):
+            rel, signature = entry.rel, entry.signature
+            if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE) or self._sent.get(rel) == signature or _is_temporary(rel):
+                continue
+            reason = self._refusal(rel, entry.size)
+            if reason is not None:
+                self._skip(rel, signature, reason)
                 continue
             try:
-                with open_program_file(self.run_dir / rel) as source:
+                with entry.open() as source:
+                    self._check_lease()
                     self._put(rel, source)
             except (FileNotFoundError, ProgramFileError):
                 continue  # replaced or removed since the scan: the next sync sees it
+            except SupersededError:
+                raise
+            except Exception as exc:
+                self._file_failed(rel, signature, exc)
+                continue
+            self._file_failures.pop(rel, None)
             self._sent[rel] = signature
             uploaded += 1
             self.stats.bytes += signature[0]
-        if journal is not None and self._sent.get(JOURNAL_FILE) != journal[1]:
-            self._put(JOURNAL_FILE, journal[0])
-            self._sent[JOURNAL_FILE] = journal[1]
-            uploaded += 1
-            self.stats.bytes += len(journal[0])
+        for name, local in ((JOURNAL_FILE, journal), (RESULT_FILE, result)):
+            if local is not None and self._sent.get(name) != local[1]:
+                self._check_lease(force=True)  # right before: the journal is the run's history
+                self._put(name, local[0])
+                self._sent[name] = local[1]
+                uploaded += 1
+                self.stats.bytes += len(local[0])
         self.stats.syncs += 1
         self.stats.files += uploaded
         self.stats.seconds += time.perf_counter() - started
         return uploaded
 
-    def _read_journal(self) -> tuple[bytes, tuple[int, int]] | None:
-        path = self.run_dir / JOURNAL_FILE
+    def _check_lease(self, force: bool = False) -> None:
+        if self.lease is None or (not force and time.monotonic() - self._lease_checked < LEASE_RECHECK):
+            return
+        check_lease(self.target, self.lease)
+        self._lease_checked = time.monotonic()
+
+    def _refusal(self, rel: str, size: int) -> str | None:
+        """Why the store cannot take ``rel`` of ``size`` bytes, or None."""
+        if size > self.max_file_bytes:
+            return (f"{size / 2**20:,.0f} MiB, over store.max_file_mb = {self.max_file_bytes // 2**20} "
+                    "(raise it to mirror such files)")
+        try:
+            key = self.target.path(rel).encode("utf-8")
+        except UnicodeEncodeError:
+            return "its name is not UTF-8, which the store's keys must be"
+        if self.target.is_local:
+            if max(len(part) for part in rel.encode("utf-8").split(b"/")) > NAME_BYTES:
+                return f"a name longer than {NAME_BYTES} bytes"
+        elif len(key) > OBJECT_KEY_BYTES:
+            return f"its key would be {len(key)} bytes, over the store's {OBJECT_KEY_BYTES}"
+        return None
+
+    def _skip(self, rel: str, signature: tuple[int, int], reason: str) -> None:
+        self._sent[rel] = signature  # not tried again until it changes
+        if self.stats.skipped.get(rel) != reason:
+            logger.warning("not mirrored to %s: %s (%s)", self.target.url, rel, reason)
+        self.stats.skipped[rel] = reason
+
+    def _file_failed(self, rel: str, signature: tuple[int, int], exc: Exception) -> None:
+        """One file's upload failed: skipped and recorded after :data:`FILE_ATTEMPTS` syncs in a
+        row while the store answers otherwise; re-raised (the whole sync is retried) before that
+        or when the store itself does not answer."""
+        try:
+            read_lease(self.target)  # does the store answer at all? (a GET: no cached listing)
+        except Exception:
+            raise exc from None
+        failures = self._file_failures.get(rel, 0) + 1
+        self._file_failures[rel] = failures
+        if failures < FILE_ATTEMPTS:
+            raise exc
+        self._file_failures.pop(rel, None)
+        self._skip(rel, signature, "the store refused it " + " ".join(f"({type(exc).__name__}: {exc})".split())[:300])
+
+    def _read_local(self, name: str) -> tuple[bytes, tuple[int, int]] | None:
+        path = self.run_dir / name
         try:
             with open(path, "rb") as fh:
                 st = os.fstat(fh.fileno())
@@ -219,54 +346,43 @@ class RunMirror:
         except FileNotFoundError:
             return None
 
-    def _scan(self):
-        """``(relative path, (size, mtime_ns))`` of every mirrored regular file (see the module)."""
-        root = str(self.run_dir)
-        for folder, dirs, files in os.walk(root):  # never follows a linked folder
-            rel_folder = os.path.relpath(folder, root)
-            parts = [] if rel_folder == "." else rel_folder.split(os.sep)
-            if len(parts) == 2 and parts[0] == NODES_DIR:
-                dirs[:] = [d for d in dirs if d not in SKIPPED_NODE_DIRS]
-            for name in files:
-                if name.startswith(".") and name.endswith(".tmp"):
-                    continue
-                path = os.path.join(folder, name)
-                try:
-                    st = os.lstat(path)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    yield "/".join([*parts, name]), (st.st_size, st.st_mtime_ns)
-
     def _put(self, rel: str, source) -> None:
         put_object(self.target, rel, source, self._made_dirs)
 
-def put_object(target: Store, rel: str, source: bytes | BinaryIO, made_dirs: set[str] | None = None) -> None:
-    """Write ``source`` (bytes or a binary file) to ``target/rel``: through a temporary name and a
-    rename on a local store (a reader never sees half a file), as one object elsewhere (an S3
-    put is whole or nothing). ``made_dirs`` remembers the folders already made."""
-    fs, path = target.fs, target.path(rel)
-    parent = path.rsplit("/", 1)[0]
-    if made_dirs is None or parent not in made_dirs:
-        fs.makedirs(parent, exist_ok=True)
-        if made_dirs is not None:
-            made_dirs.add(parent)
-    write_path = f"{parent}/.{rel.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp" if target.is_local else path
-    with fs.open(write_path, "wb") as out:
-        if isinstance(source, bytes):
-            out.write(source)
-        else:
-            shutil.copyfileobj(source, out)
-    if write_path != path:
-        os.replace(write_path, path)
+
+def _is_temporary(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and name.endswith(".tmp")
 
 
-def mirror_run(run_dir: Path, store: Store | None) -> RunMirror | None:
-    """Start mirroring ``run_dir`` to ``STORE/runs/<run_dir's name>``; None without a store, or
-    when ``run_dir`` is the store's own copy (a run resumed in place in a directory store)."""
+def mirror_run(run_dir: Path, store: Store | None, journal: Journal, owner: dict, *,
+               max_file_mb: int = DEFAULT_MAX_FILE_MB,
+               on_superseded: Callable[[SupersededError], None] | None = None) -> RunMirror | None:
+    """Take ``STORE/runs/<run_dir's name>`` over for this run (:func:`~swarm_evo.store.lease.take_over`)
+    and start mirroring ``run_dir`` there; None without a store, or when ``run_dir`` is the store's
+    own copy (a run resumed in place in a directory store).
+
+    Args:
+        journal: the run's journal (``info["run_id"]`` is the run's identity; its nodes must
+            extend the store's).
+        owner: :func:`~swarm_evo.store.lease.new_owner` of this process.
+
+    Raises:
+        LocationClashError: the location holds another run.
+        StaleCopyError: the store's copy of this run is ahead of ``run_dir``.
+        SupersededError: another process took it over at the same moment.
+        StoreError: the store cannot be read or written (the message names the URL).
+    """
     if store is None:
         return None
     target = store.run(Path(run_dir).name)
     if target.is_local and Path(target.root).resolve() == Path(run_dir).resolve():
         return None
-    return RunMirror(run_dir, target).start()
+    try:
+        lease = take_over(target, str(journal.info["run_id"]), [node.id for node in journal.nodes], owner)
+    except (LocationClashError, StaleCopyError, SupersededError):
+        raise
+    except Exception as exc:  # the store answered check_store a moment ago; say what failed now
+        raise StoreError(f"{target.url}: cannot take the run's lease ({' '.join(f'{type(exc).__name__}: {exc}'.split())})"
+                         ) from None
+    return RunMirror(run_dir, target, lease=lease, max_file_mb=max_file_mb, on_superseded=on_superseded).start()
