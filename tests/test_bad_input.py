@@ -272,3 +272,29 @@ def test_a_url_where_a_path_goes_is_refused_and_writes_nothing(tmp_path, prefect
     line = assert_bad_input(tmp_path, prefect_home, args, f"{option} {url}: a URL", "local or mounted path")
     assert not list(tmp_path.glob("*:")), "a folder named after the URL's scheme"
     assert line.count("\n") == 0
+
+
+# ------------------------------------------------------------------------- store URLs (issue 40, item 8)
+@pytest.mark.parametrize("store", ["s3:/bucket/x", "s3:bucket/x", "s3//bucket/x"])
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_mistyped_store_url_is_bad_input_not_a_local_folder(data, tmp_path, prefect_home, store, command):
+    """A scheme without its ``://`` would be a local folder: every worker would mirror to its own
+    disk and every row of a sweep would fail."""
+    args = (run_args(data, "--store", store) if command == "run" else
+            ["sweep", "--competitions", COMP, "--data-dir", str(data), "--store", store])
+    line = assert_bad_input(tmp_path, prefect_home, args, f"--store {store}: not a URL", "write s3://bucket/x")
+    assert not (tmp_path / "s3:").exists() and not (tmp_path / "s3").exists(), line
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "resume"])
+def test_a_password_in_a_store_url_is_refused_and_never_echoed(data, tmp_path, prefect_home, command):
+    secret = "sftp://alice:hunter2@host/team"
+    args = {"run": run_args(data, "--store", secret),
+            "sweep": ["sweep", "--competitions", COMP, "--data-dir", str(data), "--store", secret],
+            "resume": ["resume", f"{secret}/runs/r"]}[command]
+    before = snapshot(tmp_path)
+    proc = run_cli(tmp_path, prefect_home, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert "hunter2" not in proc.stderr + proc.stdout
+    assert "sftp://alice:***@host/team" in proc.stderr and "credentials" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and snapshot(tmp_path) == before

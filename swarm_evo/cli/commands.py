@@ -282,6 +282,7 @@ def _flow_outcome(run) -> int:
 def _resume(args) -> int:
     from swarm_evo.run.resume import read_run_info
     from swarm_evo.store import StoreError, resolve_run
+    from swarm_evo.store.location import redact_url
 
     _start_flow()
     from flows.run_config import resolve_config
@@ -289,7 +290,8 @@ def _resume(args) -> int:
     try:
         run_dir, run_store = resolve_run(args.run_dir)  # a run in a store is fetched into runs/<name>
     except StoreError as exc:
-        said = str(exc) if str(exc).startswith(args.run_dir) else f"{args.run_dir}: {exc}"
+        given = redact_url(args.run_dir)
+        said = str(exc) if str(exc).startswith(given) else f"{given}: {exc}"
         raise StoreError(f"resume {said}") from None
     if run_store is not None:
         print(f"fetched {args.run_dir} into {run_dir}")

@@ -259,7 +259,8 @@ def open_session(
     created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        mirror = mirror_run(run_dir, store, journal, owner or new_owner(), max_file_mb=config.store.max_file_mb)
+        mirror = mirror_run(run_dir, store, journal.info["run_id"], [node.id for node in journal.nodes],
+                            owner or new_owner(), max_file_mb=config.store.max_file_mb)
     except Exception:
         if created:  # refused before anything was written: leave no empty run directory behind
             run_dir.rmdir()

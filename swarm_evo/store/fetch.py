@@ -17,7 +17,7 @@ from pathlib import Path
 from swarm_evo.config import DEFAULT_MAX_FILE_MB
 from swarm_evo.population.journal import JOURNAL_FILE
 from swarm_evo.store.lease import LEASE_FILE, is_extension, node_ids
-from swarm_evo.store.location import RUNS_DIR, Store, StoreError, is_url, open_store
+from swarm_evo.store.location import RUNS_DIR, Store, StoreError, is_url, open_store, redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def split_run_url(url: str) -> tuple[str, str]:
     head, _, name = text.rpartition("/")
     store, _, runs = head.rpartition("/")
     if runs != RUNS_DIR or not name or not store:
-        raise StoreError(f"{url}: not a run in a store; give STORE/{RUNS_DIR}/<run name>, "
+        raise StoreError(f"{redact_url(url)}: not a run in a store; give STORE/{RUNS_DIR}/<run name>, "
                          f"e.g. s3://bucket/prefix/{RUNS_DIR}/spaceship-titanic-two_phase-s0")
     return store, name
 

@@ -41,7 +41,7 @@ from typing import BinaryIO
 import tenacity
 
 from swarm_evo.config import DEFAULT_MAX_FILE_MB
-from swarm_evo.population.journal import JOURNAL_FILE, Journal
+from swarm_evo.population.journal import JOURNAL_FILE
 from swarm_evo.sandbox.safe_read import ProgramFileError
 from swarm_evo.store.lease import (
     LEASE_FILE,
@@ -355,7 +355,7 @@ def _is_temporary(rel: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
-def mirror_run(run_dir: Path, store: Store | None, journal: Journal, owner: dict, *,
+def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str], owner: dict, *,
                max_file_mb: int = DEFAULT_MAX_FILE_MB,
                on_superseded: Callable[[SupersededError], None] | None = None) -> RunMirror | None:
     """Take ``STORE/runs/<run_dir's name>`` over for this run (:func:`~swarm_evo.store.lease.take_over`)
@@ -363,8 +363,8 @@ def mirror_run(run_dir: Path, store: Store | None, journal: Journal, owner: dict
     own copy (a run resumed in place in a directory store).
 
     Args:
-        journal: the run's journal (``info["run_id"]`` is the run's identity; its nodes must
-            extend the store's).
+        run_id: the run's identity (``journal.info["run_id"]``).
+        nodes: the node ids of the local journal, in order (they must extend the store's).
         owner: :func:`~swarm_evo.store.lease.new_owner` of this process.
 
     Raises:
@@ -379,7 +379,7 @@ def mirror_run(run_dir: Path, store: Store | None, journal: Journal, owner: dict
     if target.is_local and Path(target.root).resolve() == Path(run_dir).resolve():
         return None
     try:
-        lease = take_over(target, str(journal.info["run_id"]), [node.id for node in journal.nodes], owner)
+        lease = take_over(target, run_id, nodes, owner)
     except (LocationClashError, StaleCopyError, SupersededError):
         raise
     except Exception as exc:  # the store answered check_store a moment ago; say what failed now
