@@ -119,3 +119,32 @@ def deploy_default(env: dict) -> None:
         done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args[-4:])}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+
+
+def flow_processes(worker: subprocess.Popen) -> list[psutil.Process]:
+    """The processes a worker started (its flow runs and their programs), not the worker itself."""
+    try:
+        return psutil.Process(worker.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def signal_all(processes: list[psutil.Process], sig: int) -> None:
+    """Send ``sig`` to each process still alive (SIGSTOP: a frozen machine; SIGCONT: it thaws)."""
+    for proc in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.send_signal(sig)
+
+
+FOREIGN_FLOW = """
+import sys, time
+from prefect import flow
+
+@flow(name="another-teams-flow")
+def another_teams_flow(seconds: float) -> str:
+    time.sleep(seconds)
+    return "done"
+
+another_teams_flow(float(sys.argv[1]))
+"""
+"""A flow of another team on the same server: untagged, Prefect's default heartbeats (every 180 s)."""

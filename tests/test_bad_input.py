@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from swarm_evo.competition import prepare_competition
+from swarm_evo.config import RunConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 COMP = "sklearn-diabetes"
@@ -298,3 +299,38 @@ def test_a_password_in_a_store_url_is_refused_and_never_echoed(data, tmp_path, p
     assert "hunter2" not in proc.stderr + proc.stdout
     assert "sftp://alice:***@host/team" in proc.stderr and "credentials" in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and snapshot(tmp_path) == before
+
+
+def _stored_run(store: Path, name: str, run_id: str, nodes: list[dict]) -> bytes:
+    """A run as the mirror leaves it in a directory store: its journal and lease."""
+    location = store / "runs" / name
+    location.mkdir(parents=True)
+    journal = json.dumps({"info": {"competition_id": COMP, "run_id": run_id}, "nodes": nodes}).encode()
+    (location / "journal.json").write_bytes(journal)
+    (location / "lease.json").write_text(json.dumps({"run_id": run_id, "generation": 3, "owner": {"host": "h"}}))
+    return journal
+
+
+def test_a_run_never_starts_in_a_store_location_that_holds_another_run(data, tmp_path, prefect_home):
+    """Last week's run of the same name is in the store: the new run stops before anything, the
+    store untouched (issue 40, item 6)."""
+    store = tmp_path.with_name(f"{tmp_path.name}-store")  # outside the snapshot: the store check writes a probe
+    journal = _stored_run(store, "R", "last-week", [{"id": "n1", "operation": "draft", "phase": 1, "step": 1}])
+    line = assert_bad_input(tmp_path, prefect_home, run_args(data, "--store", str(store)),
+                            f"{store}/runs/R holds another run (run id last-week", "--run-dir")
+    assert (store / "runs" / "R" / "journal.json").read_bytes() == journal, line
+
+
+def test_resuming_a_copy_the_store_has_moved_past_names_the_command_that_resumes_the_store(data, tmp_path,
+                                                                                            prefect_home):
+    """``swarm-evo resume mine`` of a local copy older than the store's (issue 40, item 3)."""
+    store = tmp_path.with_name(f"{tmp_path.name}-store")
+    node = {"id": "n1", "operation": "draft", "phase": 1, "step": 1}
+    _stored_run(store, "mine", "run-1", [node, dict(node, id="n2", step=2)])
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "journal.json").write_text(json.dumps(
+        {"info": {"competition_id": COMP, "run_id": "run-1", "data_dir": str(data),
+                  "config": RunConfig().model_dump(mode="json")}, "nodes": [node]}))
+    line = assert_bad_input(tmp_path, prefect_home, ["resume", "mine", "--store", str(store)],
+                            "behind the store's (1 nodes here, 2 in", f"swarm-evo resume {store}/runs/mine")
+    assert json.loads((store / "runs" / "mine" / "journal.json").read_text())["nodes"][-1]["id"] == "n2", line

@@ -61,8 +61,8 @@ def test_pool_setup_creates_the_pool_and_the_automation_once(pg_server):
     assert first.returncode == 0, first.stderr
     assert "work pool pool-a (process): created" in first.stdout
     assert "Crashed): created" in first.stdout
-    assert f"PREFECT_API_URL={pg_server['api_url']} PREFECT_FLOWS_HEARTBEAT_FREQUENCY=30 " \
-           "prefect worker start --pool pool-a" in first.stdout
+    # the deployments carry their heartbeat frequency: a worker needs no variable for it (issue 40, item 1)
+    assert f"PREFECT_API_URL={pg_server['api_url']} prefect worker start --pool pool-a" in first.stdout
     second = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
     assert second.returncode == 0, second.stderr
     assert "work pool pool-a (process): already exists" in second.stdout
@@ -73,12 +73,32 @@ def test_pool_setup_creates_the_pool_and_the_automation_once(pg_server):
     assert trigger.posture == "Proactive" and trigger.after == {HEARTBEAT_EVENT}
     assert trigger.expect == {HEARTBEAT_EVENT, *FINAL_EVENTS}
     assert trigger.for_each == {"prefect.resource.id"} and trigger.threshold == 1
+    # this project's flow runs only, never the rest of the server (issue 40, item 1)
+    assert trigger.match_related.root == {"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.swarm-evo"}
     assert trigger.within.total_seconds() == 2 * HEARTBEAT
     assert [(a.type, a.state.value) for a in automations[0].actions] == [("change-flow-run-state", "CRASHED")]
     # bad input: one line, exit 2
     wrong_type = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a", "--type", "docker")
     assert wrong_type.returncode == 2 and "exists with type process" in wrong_type.stderr
     assert len(wrong_type.stderr.strip().splitlines()) == 1
+
+
+def test_every_deployment_carries_the_heartbeat_the_automation_assumes_and_its_tag():
+    """prefect.yaml's deployments: the tag the automation watches, and a heartbeat frequency in
+    their job variables that fits within half its ``within`` (issue 40, item 1)."""
+    import yaml
+
+    from flows._heartbeat_guard import MIN_HEARTBEAT_FREQUENCY, POOL_TAG
+    from flows.pool_setup import zombie_automation
+
+    within = zombie_automation().trigger.within.total_seconds()
+    deployments = yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
+    assert len(deployments) >= 5
+    for deployment in deployments:
+        name = f"{deployment['entrypoint']} {deployment['name']}"
+        assert POOL_TAG in deployment["tags"], name
+        frequency = int(deployment["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"])
+        assert frequency == MIN_HEARTBEAT_FREQUENCY and 2 * frequency <= within, name
 
 
 def test_pool_setup_names_prefect_api_url_when_no_server_answers(tmp_path):

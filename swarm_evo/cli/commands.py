@@ -33,7 +33,12 @@ from pathlib import Path
 
 from swarm_evo.cli.local_paths import data_location, url_argument
 from swarm_evo.cli.run_summary import print_summary
-from swarm_evo.cli.store_option import STORE_HELP, check_store_option, store_data_dir, store_source
+from swarm_evo.cli.store_option import (
+    STORE_HELP,
+    check_store_option,
+    store_data_dir,
+    store_source,
+)
 
 EXIT_BAD_INPUT = 2
 
@@ -241,7 +246,8 @@ def _run(args) -> int:
         str(args.config) if args.config else None, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
         **overrides,
     )
-    check_store_option(config, store_source(args))
+    # the store answers; a --run-dir is not another run's place there, nor behind it (a default name is new)
+    check_store_option(config, store_source(args), args.run_dir)
     objective = _preflight(config, api_key, args.competition_id, args.problem, args.data_dir, args.run_dir)
     from swarm_evo.run.session import default_run_dir
 
@@ -304,7 +310,7 @@ def _resume(args) -> int:
     )
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)
-    check_store_option(config, store_source(args))
+    check_store_option(config, store_source(args), run_dir)  # the store's copy of the run is not ahead
     _preflight(config, api_key, info.competition_id, info.problem, info.data_dir, None)  # a path or a store URL
     print(f"resuming {run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
     from flows._ephemeral import start_ephemeral_api

@@ -40,18 +40,47 @@ def store_source(args) -> str:
     return f"${STORE_ENV}" if os.environ.get(STORE_ENV) else "store (config)"
 
 
-def check_store_option(config, source: str) -> None:
-    """Reach and write the run store (``config.store.url``) once, before anything runs; prints it.
+def check_store_option(config, source: str, run_dir: Path | None = None):
+    """Reach and write the run store (``config.store.url``) once, before anything runs, and, given
+    ``run_dir``, :func:`check_run_location`; prints the store. Returns it (None without one).
 
     Raises:
-        StoreError: one line starting with ``source`` (``--store``), the URL and the error.
+        StoreError: one line starting with ``source`` (``--store``), the URL and the error;
+            ``LocationClashError`` / ``StaleCopyError`` (:func:`check_run_location`).
     """
     if not config.store.url:
-        return
+        return None
     from swarm_evo.store import StoreError, check_store, open_store
 
     try:
-        check_store(open_store(config.store.url))
+        store = open_store(config.store.url)
+        check_store(store)
     except StoreError as exc:
         raise StoreError(f"{source} {exc}") from None
+    if run_dir is not None:
+        check_run_location(store, run_dir)
     print(f"store: {config.store.url}")
+    return store
+
+
+def check_run_location(store, run_dir: Path) -> None:
+    """Before a run starts: may the run in ``run_dir`` (a new one, or one whose journal is there)
+    take ``STORE/runs/<its name>`` over? Not when it holds another run, nor when the store's copy
+    of this run is further on (issue 40, items 3 and 6). No-op without a store.
+
+    Raises:
+        LocationClashError, StaleCopyError: one line naming the location and the fix.
+    """
+    if store is None:
+        return
+    import json
+
+    from swarm_evo.population.journal import JOURNAL_FILE
+    from swarm_evo.store.lease import check_claim
+
+    try:
+        data = json.loads((Path(run_dir) / JOURNAL_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    nodes = [str(n.get("id")) for n in data.get("nodes") or [] if isinstance(n, dict)]
+    check_claim(store.run(Path(run_dir).resolve().name), (data.get("info") or {}).get("run_id"), nodes)

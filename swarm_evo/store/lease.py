@@ -14,8 +14,7 @@ place. The store therefore keeps, beside the run's files, ``lease.json``::
   right before it uploads the journal (:func:`check_lease`); a writer whose generation is no
   longer the store's was superseded (:class:`SupersededError`) and uploads nothing more;
 - ``owner`` says who holds it, for that message ("superseded by flow run X on host Y").
-  ``token`` is one process's claim: taking over again with the same token changes nothing, so
-  a resume that claimed the location before fetching it keeps its claim when its mirror starts.
+  ``token`` is one process's claim: taking over again with the same token changes nothing.
 
 Taking over also refuses a stale copy (item 3): the store's journal only ever grows, so a
 location whose journal is not a prefix of the local one (the store moved on since this copy was
@@ -135,6 +134,40 @@ def is_extension(local: list[str], stored: list[str]) -> bool:
     return local[:len(stored)] == stored
 
 
+def check_claim(location: Store, run_id: str | None, local_nodes: list[str], *,
+                resume_hint: str | None = None) -> Lease | None:
+    """Whether this run may take ``location`` over, without writing anything (see :func:`take_over`,
+    which calls it; the CLI calls it before a run starts). Returns the current lease, or None.
+
+    Args:
+        run_id: the run's identity, or None for a run whose journal does not exist yet (then any
+            run in the location clashes).
+
+    Raises:
+        LocationClashError, StaleCopyError: as :func:`take_over`.
+        OSError and the store's own errors: the store cannot be read.
+    """
+    current = read_lease(location)
+    stored = _store_journal(location)
+    stored_run = (stored.get("info") or {}).get("run_id") if stored else None
+    owner_run = current.run_id if current is not None else stored_run
+    if (owner_run or (stored is not None and run_id is None)) and owner_run != run_id:
+        raise LocationClashError(
+            f"{location.url} holds another run (run id {owner_run or 'unknown'}, not this run's {run_id or '(new)'}): "
+            "a run never writes over another; give this run another name (--run-dir) or another store")
+    if stored is not None and not owner_run and node_ids(stored) and not is_extension(local_nodes, node_ids(stored)):
+        raise LocationClashError(  # a run mirrored before run ids: its nodes are not this run's
+            f"{location.url} holds another run ({len(node_ids(stored))} nodes that this run does not have): "
+            "give this run another name (--run-dir) or another store")
+    if stored is not None and not is_extension(local_nodes, node_ids(stored)):
+        hint = resume_hint or f"swarm-evo resume {location.url}"
+        raise StaleCopyError(
+            f"this copy of the run is behind the store's ({len(local_nodes)} nodes here, {len(node_ids(stored))} in "
+            f"{location.url}, not a continuation of them): the store's journal only grows; resume the store's copy "
+            f"instead: {hint}")
+    return current
+
+
 def take_over(location: Store, run_id: str, local_nodes: list[str], owner: dict, *,
               resume_hint: str | None = None) -> Lease:
     """Make this process the one writer of ``location`` (see the module); returns its lease.
@@ -153,26 +186,9 @@ def take_over(location: Store, run_id: str, local_nodes: list[str], owner: dict,
         SupersededError: another process took the location over at the same moment.
         OSError and the store's own errors: the store cannot be read or written.
     """
-    current = read_lease(location)
-    stored = _store_journal(location)
-    stored_run = (stored or {}).get("info", {}).get("run_id") if stored else None
-    owner_run = current.run_id if current is not None else stored_run
-    if owner_run and owner_run != run_id:
-        raise LocationClashError(
-            f"{location.url} holds another run (run id {owner_run}, not this run's {run_id}): a run never writes "
-            "over another; give this run another name (--run-dir) or another store")
-    if stored is not None and not owner_run and node_ids(stored) and not is_extension(local_nodes, node_ids(stored)):
-        raise LocationClashError(  # a run mirrored before run ids: its nodes are not this run's
-            f"{location.url} holds another run ({len(node_ids(stored))} nodes that this run does not have): "
-            "give this run another name (--run-dir) or another store")
-    if stored is not None and not is_extension(local_nodes, node_ids(stored)):
-        hint = resume_hint or f"swarm-evo resume {location.url}"
-        raise StaleCopyError(
-            f"this copy of the run is behind the store's ({len(local_nodes)} nodes here, {len(node_ids(stored))} in "
-            f"{location.url}, not a continuation of them): the store's journal only grows; resume the store's copy "
-            f"instead: {hint}")
+    current = check_claim(location, run_id, local_nodes, resume_hint=resume_hint)
     if current is not None and current.owner.get("token") == owner.get("token"):
-        return current  # this process claimed it already (a resume claims before it fetches)
+        return current  # this process claimed it already
     lease = Lease(run_id=run_id, generation=(current.generation if current else 0) + 1, owner=owner)
     location.fs.makedirs(location.root, exist_ok=True)
     location.fs.pipe_file(location.path(LEASE_FILE), lease.to_json())
@@ -191,8 +207,3 @@ def check_lease(location: Store, lease: Lease) -> None:
     if current is None or current.generation != lease.generation or current.owner.get("token") != lease.owner.get(
             "token"):
         raise SupersededError(location.url, current)
-
-
-def claim_error(exc: StoreError) -> bool:
-    """Whether ``exc`` is a refusal of :func:`take_over` (a clash or a stale copy), not an outage."""
-    return isinstance(exc, (LocationClashError, StaleCopyError))
