@@ -139,6 +139,26 @@ def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, se
 
 
 # ------------------------------------------------------------------------------------ bad URLs
+@pytest.mark.slow  # SeaweedFS
+def test_an_s3_key_over_1024_bytes_is_skipped_and_the_journal_keeps_moving(tmp_path, seaweed, caplog):
+    """S3 takes keys of at most 1,024 bytes: a program's deep folder of long (legal) names is
+    skipped and recorded, the rest of the run goes on being mirrored (issue 40, item 4)."""
+    run_dir = tmp_path / "run"
+    _fake_run(run_dir, 1)
+    deep = run_dir / "nodes" / "n0" / "/".join(["d" * 200] * 5)
+    deep.mkdir(parents=True)
+    (deep / "model.txt").write_text("deep")
+    mirror = RunMirror(run_dir, open_store(f"s3://{BUCKET}/keys-{time.time_ns()}").run("run"))
+    with caplog.at_level(logging.WARNING, logger="swarm_evo.store.mirror"):
+        mirror.sync_once()
+        _fake_run(run_dir, 2)
+        mirror.sync_once()
+    rel = str((deep / "model.txt").relative_to(run_dir))
+    assert "over the store's 1024" in mirror.skipped[rel] and caplog.text.count("model.txt") == 1
+    files = store_files(mirror.target.url)
+    assert rel not in files and [n["id"] for n in json.loads(files["journal.json"])["nodes"]] == ["n0", "n1"]
+
+
 def test_store_urls_that_cannot_work_are_named_with_the_fix(tmp_path):
     with pytest.raises(StoreError, match="unknown scheme 's3x'"):
         open_store("s3x://bucket/prefix")
