@@ -26,8 +26,7 @@ from flows.policy_search import policy_search
 from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.llm.ledger import cost_text
-from swarm_evo.population.journal import atomic_write_text
-from swarm_evo.reporting.report import RESULT_FILE
+from swarm_evo.population.journal import RESULT_FILE, atomic_write_text
 from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.run.session import (
     RunStoppedError,

@@ -27,6 +27,13 @@ from swarm_evo.sandbox.safe_read import open_program_file
 
 JOURNAL_FILE = "journal.json"
 
+RESULT_FILE = "result.json"
+"""``RUN_DIR/result.json``: the main flow's return value (the run summary of
+``swarm_evo.reporting.report`` plus ``run_dir``, ``epochs``, ``policy``), written at the end of a
+run so that a reader on another machine (a sweep reading the run store) has it without Prefect's
+result storage; the run store's mirror uploads it last, so its presence there says the store's
+copy of the run's reports is final."""
+
 
 class JournalError(ValueError):
     """A journal file that cannot be read, or an append that breaks the journal's rules."""

@@ -70,10 +70,6 @@ def progress_line(journal: Journal, max_steps: int, llm: LLMTotals) -> str:
             f"({llm.failed_calls} failed), {tokens / 1000:.0f}k tokens, {cost}")
 
 
-RESULT_FILE = "result.json"
-"""``RUN_DIR/result.json``: the main flow's return value (the run summary below plus ``run_dir``,
-``epochs``, ``policy``), written at the end of a run so that a reader on another machine (a
-sweep reading the run store) has it without Prefect's result storage."""
 
 
 def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict | None = None,

@@ -41,7 +41,7 @@ from typing import BinaryIO
 import tenacity
 
 from swarm_evo.config import DEFAULT_MAX_FILE_MB
-from swarm_evo.population.journal import JOURNAL_FILE
+from swarm_evo.population.journal import JOURNAL_FILE, RESULT_FILE
 from swarm_evo.sandbox.safe_read import ProgramFileError
 from swarm_evo.store.lease import (
     LEASE_FILE,
@@ -60,10 +60,6 @@ logger = logging.getLogger(__name__)
 
 SYNC_PERIOD = 30.0
 """Seconds between syncs when no journal append asks for one (run_state.json, the call ledger)."""
-
-RESULT_FILE = "result.json"
-"""Uploaded after the journal: its presence in the store says the store's reports are final
-(the same name as :data:`swarm_evo.reporting.report.RESULT_FILE`, which writes it)."""
 
 LEASE_RECHECK = 1.0
 """Seconds after which an upload checks the lease again (a process frozen mid-sync and thawed

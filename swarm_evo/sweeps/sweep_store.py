@@ -18,8 +18,7 @@ import json
 from pathlib import Path
 
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
-from swarm_evo.population.journal import JOURNAL_FILE, atomic_write_text
-from swarm_evo.reporting.report import RESULT_FILE
+from swarm_evo.population.journal import JOURNAL_FILE, RESULT_FILE, atomic_write_text
 from swarm_evo.store import Store, fetch_files, put_object
 from swarm_evo.sweeps.sweep import (
     GRADE_REPORT_FILE,
