@@ -6,7 +6,8 @@ that grows by the node's JSON, code included: 8 KB a node). For each store, a lo
 SeaweedFS's S3 gateway (started here, as the tests do):
 
 - ``sync ms/node``: one :meth:`RunMirror.sync_once` after each append, median and p90, with the
-  journal (the biggest file late in a run) included;
+  journal (the biggest file late in a run) included; without and with the location's lease
+  (issue 40: a writer reads ``lease.json`` before each sync and again before the journal);
 - ``lag``: with the background thread and ``request()`` after each append, every
   ``--interval`` seconds (default 0.2 s, far faster than a real run's steps), how many nodes the
   store's journal is behind the local one at the moment of the next append (max and mean).
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from object_store import SeaweedFS  # noqa: E402
 
 from swarm_evo.store import RunMirror, open_store  # noqa: E402
+from swarm_evo.store.lease import new_owner, take_over  # noqa: E402
 
 SIZES = {"solution.py": 6_000, "stdout.txt": 2_000, "stderr.txt": 2_000, "prompt-draft.md": 12_000,
          "prompt-review.md": 12_000, "submission/submission.csv": 60_000}
@@ -59,17 +61,25 @@ def _store_nodes(store, name: str) -> int:
         return 0
 
 
-def measure(store_url: str, nodes: int, interval: float, work: Path) -> dict:
-    store = open_store(store_url)
-    # per-node cost, synchronous
+def sync_costs(store, nodes: int, work: Path, lease: bool) -> list[float]:
+    """ms of one synchronous sync after each of ``nodes`` appends, in append order."""
     run_dir, journal = work / f"sync-{time.time_ns()}", []
-    mirror = RunMirror(run_dir, store.run(run_dir.name))
+    target = store.run(run_dir.name)
+    mirror = RunMirror(run_dir, target, lease=take_over(target, run_dir.name, [], new_owner()) if lease else None)
     costs = []
     for i in range(nodes):
         _append(run_dir, i, journal)
         started = time.perf_counter()
         mirror.sync_once()
         costs.append((time.perf_counter() - started) * 1000)
+    return costs
+
+
+def measure(store_url: str, nodes: int, interval: float, work: Path) -> dict:
+    store = open_store(store_url)
+    # per-node cost, synchronous, without and with the lease
+    costs = sync_costs(store, nodes, work, lease=False)
+    leased = sync_costs(store, nodes, work, lease=True)
     # lag, background thread
     run_dir, journal = work / f"lag-{time.time_ns()}", []
     mirror = RunMirror(run_dir, store.run(run_dir.name)).start()
@@ -80,11 +90,13 @@ def measure(store_url: str, nodes: int, interval: float, work: Path) -> dict:
         time.sleep(interval)
         lags.append(len(journal) - _store_nodes(store, run_dir.name))
     mirror.close()
-    costs.sort()
+    ranked, leased_ranked = sorted(costs), sorted(leased)
     return {"store": store_url.split("://")[0] if "://" in store_url else "directory",
-            "sync_ms_median": round(statistics.median(costs), 1),
-            "sync_ms_p90": round(costs[int(0.9 * len(costs)) - 1], 1),
-            "sync_ms_last10_mean": round(statistics.mean(costs[-10:]), 1),
+            "sync_ms_median": round(statistics.median(ranked), 1),
+            "sync_ms_p90": round(ranked[int(0.9 * len(ranked)) - 1], 1),
+            "sync_ms_last10_mean": round(statistics.mean(costs[-10:]), 1),  # the last nodes: the biggest journal
+            "leased_sync_ms_median": round(statistics.median(leased_ranked), 1),
+            "leased_sync_ms_p90": round(leased_ranked[int(0.9 * len(leased_ranked)) - 1], 1),
             "journal_kb_at_end": round((run_dir / "journal.json").stat().st_size / 1000),
             "lag_max_nodes": max(lags), "lag_mean_nodes": round(statistics.mean(lags), 2)}
 
