@@ -7,9 +7,17 @@ competition or a problem on an instance (``tsp:kroA100``), with run directory
 - with ``deployment`` (a deployment of two-phase-evo, e.g. ``two-phase-evo/default``): each run
   is a flow run of that deployment, created with ``prefect.deployments.run_deployment``
   (linked to the sweep as a subflow), so the workers of its work pool — on as many machines as
-  there are — share the sweep; the sweep polls them until they finish;
+  there are — share the sweep; the sweep polls them until they finish, resumes crashed and
+  timed-out ones, reports those no worker takes (flows/_sweep_deployment.py);
 - without: the runs are subflows of the sweep in this process (``max_parallel_runs`` at a time,
-  in threads that carry the sweep's context, as the step subflows of an epoch do).
+  in threads that carry the sweep's context, as the step subflows of an epoch do;
+  flows/_sweep_in_process.py).
+
+The sweep records an id in ``OUT/sweep.json`` (and the store's ``sweep.json``) when it is created;
+started again on the same output folder it is the same sweep: finished runs keep their rows and
+no run is started twice (swarm_evo/sweeps/sweep_identity.py); a store folder holding another
+sweep is refused. A crashed deployment flow run of this flow is restarted by an automation
+(flows/_sweep_restart.py).
 
 Each run's grading report is read from ``RUN_DIR/grade_report.json`` (the run's own grading on
 the private answers; a problem run's ``RUN_DIR/problem_report.json``), else from the run's

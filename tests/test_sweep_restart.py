@@ -17,7 +17,6 @@ The server, the store and the deployments are shared by the module; each test st
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
