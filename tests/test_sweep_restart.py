@@ -224,7 +224,8 @@ def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
     """A flow run of benchmark-sweep/nightly and its run's process SIGKILLed: the workers report
     both Crashed; the restart automation sends the same sweep flow run back to the pool (after
     RESTART_DELAY), never the crashed two-phase-evo run; the sweep resumes that run once."""
-    from flows._sweep_restart import RESTART_STATE, default_flow_out_dir
+    from flows._sweep_restart import RESTART_STATE, default_flow_out_dir, ensure_restart_automation
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     store = f"s3://{BUCKET}/nightly"
     s0 = "circle-packing-two_phase-s0"
@@ -248,6 +249,8 @@ def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
         runs = _runs(pool, sweep_name)
     assert sweep_run.state.is_completed(), (sweep_run.state, history)
     assert "Crashed" in history and RESTART_STATE in history and sweep_run.run_count == 2, history
+    with temporary_settings({PREFECT_API_URL: pool["api_url"]}):
+        assert ensure_restart_automation() == "found"  # made by the sweep's first run, once
     _one_each(runs, s0, f"{s0}-resume1")
     assert runs[s0][0].state.is_crashed() and RESTART_STATE not in run0_history, run0_history
     from swarm_evo.store import open_store
