@@ -10,15 +10,18 @@ a run that failed gets a row without a score and ``error = "run failed: ..."``.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
 from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.exceptions import MissingContextError
 
 from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.evaluation import ProblemError, load_problem
 from swarm_evo.objective.load import stored_competition
+from swarm_evo.reporting.report import RESULT_FILE
 from swarm_evo.store import StoreError, is_url
 from swarm_evo.sweeps import sweep, sweep_problems
 from swarm_evo.sweeps.sweep_store import SweepStore
@@ -87,23 +90,41 @@ def row_from_run(item: Item, run_dir: Path, data_dir: str, problems: dict[str, s
 def stored_row(sweep_store: SweepStore | None, item: Item, run_dir: Path, data_dir: str, problems: dict,
                problem_data_dir: str | None, result: dict | None, error: str | None, missing: str | None = None,
                resumes: int = 0) -> dict:
-    """:func:`row_from_run`, with a run store: the run's reports and ``result.json`` are first
-    copied from ``STORE/sweeps/<sweep>/runs/<run name>/`` into ``run_dir`` (the sweep's own
-    ``OUT/runs/<run name>``), so the row is the store's, whichever machine ran the run; the row
-    adds ``run_url`` (what ``swarm-evo resume`` takes) and ``resumes`` (times the sweep resumed
-    the run after a crash)."""
+    """:func:`row_from_run`, with a run store: when the store's copy of the run's reports is final
+    (it holds ``result.json``, uploaded last), its reports, ``result.json`` and submission are
+    first copied from ``STORE/sweeps/<sweep>/runs/<run name>/`` into ``run_dir`` (the sweep's
+    own ``OUT/runs/<run name>``), so the row is the store's, whichever machine ran the run;
+    otherwise (the last upload did not finish, or the store does not answer) the row uses the
+    local files, with a warning, and nothing local is deleted (issue 40, item 5). The row adds
+    ``run_url`` (what ``swarm-evo resume`` takes) and ``resumes`` (times the sweep resumed the
+    run after a crash or its run timeout)."""
     if sweep_store is None:
         return row_from_run(item, run_dir, data_dir, problems, problem_data_dir, result, error, missing)
     url = sweep_store.run_url(run_dir.name)
     try:
-        result = sweep_store.fetch_reports(run_dir.name, run_dir)
-    except Exception as exc:  # the store is down: the row says so, the run stays in the store
-        error = error or f"its reports could not be read from the store {url} ({type(exc).__name__}: {exc})"
-        result = None
+        stored = sweep_store.fetch_reports(run_dir.name, run_dir)
+        why = None if stored.final else f"it holds no {RESULT_FILE} yet: the run's last upload did not finish"
+    except Exception as exc:  # the store is down: the local files, if any, make the row
+        stored, why = None, f"the store does not answer ({type(exc).__name__}: {exc})"
+    if why is not None:
+        _logger().warning("run %s: the store's copy %s is not final (%s); the row uses the local files in %s",
+                          run_dir.name, url, why, run_dir)
+    if stored is not None and stored.result is not None:
+        result = stored.result
     row = row_from_run(item, run_dir, data_dir, problems, problem_data_dir, result, error,
-                       missing=f"the run completed without a report in the store ({url})")
+                       missing=f"the run completed without a report in the store ({url})" if why is None else
+                       f"the run completed, but its reports are neither final in the store {url} ({why}) nor in "
+                       f"{run_dir}")
     row.update(run_url=url, resumes=resumes)
     return row
+
+
+def _logger():
+    """The flow run's logger inside a flow, else this module's."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
 
 
 def has_report(item: Item, run_dir: Path, problems: dict) -> bool:
@@ -121,24 +142,32 @@ def describe(row: dict) -> str:
 
 
 class Rows:
-    """The sweep's rows in plan order; each finished run rewrites the output files."""
+    """The sweep's rows in plan order; each finished run rewrites the output files.
 
-    def __init__(self, items: list[Item], out_dir: Path, sweep_store: SweepStore | None = None):
+    ``reused``: rows of a restarted sweep's finished runs (swarm_evo/sweeps/sweep_identity.py),
+    kept as they are; the other items get theirs through :meth:`add`.
+    """
+
+    def __init__(self, items: list[Item], out_dir: Path, sweep_store: SweepStore | None = None,
+                 reused: dict[Item, dict] | None = None):
         self._order = {item: i for i, item in enumerate(items)}
-        self._rows: dict[Item, dict] = {}
+        self._rows: dict[Item, dict] = dict(reused or {})
         self.out_dir = out_dir
         self.sweep_store = sweep_store  # the files also go to STORE/sweeps/<sweep>/
         self._lock = threading.Lock()
         self._progress = create_progress_artifact(
-            progress=0.0, description=f"Finished runs of the benchmark sweep {out_dir}, as % of {len(items)}"
+            progress=self._done(), description=f"Finished runs of the benchmark sweep {out_dir}, as % of {len(items)}"
         )
+
+    def _done(self) -> float:
+        return 100.0 * len(self._rows) / max(1, len(self._order))
 
     def add(self, item: Item, row: dict) -> None:
         with self._lock:
             self._rows[item] = row
             sweep.write_outputs(self.rows(), self.out_dir)
             self.publish()
-            done = 100.0 * len(self._rows) / max(1, len(self._order))
+            done = self._done()
         update_progress_artifact(artifact_id=self._progress, progress=done)
 
     def publish(self) -> None:
@@ -148,8 +177,8 @@ class Rows:
         try:
             self.sweep_store.publish(self.out_dir)
         except Exception as exc:
-            get_run_logger().warning("the sweep's files could not be copied to %s (%s: %s); they are in %s",
-                                     self.sweep_store.url, type(exc).__name__, exc, self.out_dir)
+            _logger().warning("the sweep's files could not be copied to %s (%s: %s); they are in %s",
+                              self.sweep_store.url, type(exc).__name__, exc, self.out_dir)
 
     def rows(self) -> list[dict]:
         return [self._rows[item] for item in sorted(self._rows, key=self._order.__getitem__)]

@@ -7,9 +7,17 @@ competition or a problem on an instance (``tsp:kroA100``), with run directory
 - with ``deployment`` (a deployment of two-phase-evo, e.g. ``two-phase-evo/default``): each run
   is a flow run of that deployment, created with ``prefect.deployments.run_deployment``
   (linked to the sweep as a subflow), so the workers of its work pool — on as many machines as
-  there are — share the sweep; the sweep polls them until they finish;
+  there are — share the sweep; the sweep polls them until they finish, resumes crashed and
+  timed-out ones, reports those no worker takes (flows/_sweep_deployment.py);
 - without: the runs are subflows of the sweep in this process (``max_parallel_runs`` at a time,
-  in threads that carry the sweep's context, as the step subflows of an epoch do).
+  in threads that carry the sweep's context, as the step subflows of an epoch do;
+  flows/_sweep_in_process.py).
+
+The sweep records an id in ``OUT/sweep.json`` (and the store's ``sweep.json``) when it is created;
+started again on the same output folder it is the same sweep: finished runs keep their rows and
+no run is started twice (swarm_evo/sweeps/sweep_identity.py); a store folder holding another
+sweep is refused. A crashed deployment flow run of this flow is restarted by an automation
+(flows/_sweep_restart.py).
 
 Each run's grading report is read from ``RUN_DIR/grade_report.json`` (the run's own grading on
 the private answers; a problem run's ``RUN_DIR/problem_report.json``), else from the run's
@@ -26,7 +34,6 @@ Deployed as ``benchmark-sweep/nightly`` with a cron schedule (prefect.yaml).
 from __future__ import annotations
 
 import inspect
-import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -35,8 +42,18 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
 from flows._heartbeat_guard import heartbeats_guarded
+from flows._sweep_deployment import (
+    DEFAULT_START_TIMEOUT,
+    DeploymentSweep,
+    Limits,
+    Where,
+    check_deployment,
+    default_run_timeout,
+    deployment_name,
+)
 from flows._sweep_in_process import run_in_process
-from flows._sweep_rows import Rows, describe, failed_row, has_report, stored_row
+from flows._sweep_restart import check_restarts, default_flow_out_dir, ensure_restart_automation
+from flows._sweep_rows import Rows
 from flows.run_config import resolve_config
 from flows.two_phase_evo import two_phase_evo
 from swarm_evo.competition import load_competition
@@ -44,27 +61,13 @@ from swarm_evo.evaluation import load_problem
 from swarm_evo.objective.load import stored_competition
 from swarm_evo.store import checked_store, is_url
 from swarm_evo.sweeps import sweep, sweep_problems
+from swarm_evo.sweeps.sweep_identity import claim_sweep, finished_rows
 from swarm_evo.sweeps.sweep_store import SweepStore
 
 FLOW_NAME = "benchmark-sweep"
-RUN_FLOW_NAME = "two-phase-evo"
 ARTIFACT_KEY = "benchmark-sweep"
 PROBLEMS_ARTIFACT_KEY = "benchmark-sweep-problems"
-DEFAULT_POLL_INTERVAL, RUN_TIMEOUT_FACTOR, RUN_TIMEOUT_MARGIN = 10.0, 1.5, 600.0
-
-
-def default_run_timeout(time_limit: float) -> float:
-    """The default ``run_timeout`` (issue 34): ``1.5 × time_limit + 600`` seconds once Running. A run
-    stops itself at its time limit, then grades and reports: the factor covers a step in flight
-    at the limit, the margin grading and a slow start. A dead worker's run is Crashed long before
-    (``swarm-evo pool setup``); this bound keeps a sweep from waiting for ever without that automation.
-
-    Raises:
-        ValueError: ``time_limit`` not > 0.
-    """
-    if not time_limit > 0:
-        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
-    return RUN_TIMEOUT_FACTOR * time_limit + RUN_TIMEOUT_MARGIN
+DEFAULT_POLL_INTERVAL = 10.0
 
 
 def supported_policies() -> tuple[str, ...]:
@@ -74,145 +77,6 @@ def supported_policies() -> tuple[str, ...]:
         return sweep.POLICIES
     return (sweep.DEFAULT_POLICY,)
 
-
-def deployment_name(deployment: str) -> str:
-    """``NAME`` or ``two-phase-evo/NAME`` -> ``two-phase-evo/NAME``.
-
-    Raises:
-        SweepError: the name belongs to another flow, or is empty.
-    """
-    name = deployment.strip()
-    if "/" not in name:
-        name = f"{RUN_FLOW_NAME}/{name}"
-    flow_name, _, deployment_part = name.partition("/")
-    if flow_name != RUN_FLOW_NAME or not deployment_part:
-        raise sweep.SweepError(
-            f"deployment {deployment!r}: give a deployment of {RUN_FLOW_NAME} "
-            f"(e.g. {RUN_FLOW_NAME}/default, from prefect.yaml)"
-        )
-    return name
-
-
-def prefect_api_url() -> str | None:
-    """The Prefect API of this process (PREFECT_API_URL or the active profile's), or None
-    (then flows run on a temporary local server)."""
-    from prefect.settings import get_current_settings
-
-    url = get_current_settings().api.url
-    return str(url) if url else None
-
-
-def check_deployment(name: str) -> None:
-    """Fail before any run when the Prefect server has no deployment ``name``.
-
-    Raises:
-        SweepError: no such deployment (the message says how to create it).
-    """
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_deployment_by_name(name)
-        except ObjectNotFound:
-            raise sweep.SweepError(
-                f"deployment {name} not found on the Prefect server ({client.api_url}): "
-                f"create it with `prefect deploy -n {name.split('/', 1)[1]}` from the repository root"
-            ) from None
-
-
-def _result_of(flow_run) -> dict | None:
-    """The persisted result of a finished deployment run (None when not persisted/readable)."""
-    try:
-        value = flow_run.state.result(raise_on_failure=False)
-    except Exception:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-RESUME_PARAMETERS = ("data_dir", "max_steps", "time_limit", "parallel_workers", "executor", "llm_block",
-                     "sandbox_block")
-"""The parameters of a run that its resume keeps (the rest comes from the run's journal)."""
-
-
-def _run_on_deployment(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                       name: str, max_parallel_runs: int, poll_interval: float, run_timeout: float,
-                       max_resumes: int = 0) -> None:
-    """Each run as a flow run of deployment ``name``; at most ``max_parallel_runs`` unfinished.
-
-    With a run store (``rows.sweep_store``) a run whose flow run ends Crashed (its worker or its
-    process died, or Prefect's zombie automation saw its heartbeats stop) and whose journal is in
-    the store is resumed from there as a new flow run of the same deployment, on whichever
-    worker takes it, at most ``max_resumes`` times; its row counts the resumes.
-    """
-    from prefect.client.orchestration import get_client
-    from prefect.deployments import run_deployment
-
-    logger = get_run_logger()
-    context = FlowRunContext.get()
-    sweep_id = str(context.flow_run.id) if context and context.flow_run else "local"
-    sweep_store = rows.sweep_store
-    waiting = list(items)
-    running: dict[object, tuple[tuple[str, str, int], float | None]] = {}  # id -> (item, seen Running at)
-    resumes: dict[tuple[str, str, int], int] = {}
-
-    def start(item, params: dict, flow_run_name: str) -> None:
-        flow_run = run_deployment(
-            name, parameters=params, flow_run_name=flow_run_name, timeout=0,
-            idempotency_key=f"{sweep_id}-{flow_run_name}",  # a retried sweep does not duplicate runs
-            tags=["swarm-evo", FLOW_NAME],
-        )
-        logger.info("run %s: flow run %s of %s", flow_run_name, flow_run.id, name)
-        running[flow_run.id] = (item, None)
-
-    with get_client(sync_client=True) as client:
-        while waiting or running:
-            while waiting and len(running) < max_parallel_runs:
-                item = waiting.pop(0)
-                start(item, parameters[item], Path(parameters[item]["run_dir"]).name)
-            time.sleep(poll_interval)
-            for flow_run_id, (item, started) in list(running.items()):
-                flow_run = client.read_flow_run(flow_run_id)
-                run_name = Path(parameters[item]["run_dir"]).name
-                run_dir = rows.out_dir / sweep.RUNS_DIR / run_name if sweep_store else Path(parameters[item]["run_dir"])
-                state = flow_run.state
-                done = resumes.get(item, 0)
-                if (state is not None and state.is_crashed() and sweep_store is not None and done < max_resumes
-                        and sweep_store.has_journal(run_name)):
-                    del running[flow_run_id]
-                    resumes[item] = done + 1
-                    logger.warning("run %s: flow run %s crashed (%s); resuming it from %s (resume %s of at most %s)",
-                                   run_name, flow_run_id, state.message, sweep_store.run_url(run_name), done + 1,
-                                   max_resumes)
-                    kept = {k: v for k, v in parameters[item].items() if k in RESUME_PARAMETERS}
-                    start(item, {**kept, "resume": sweep_store.run_url(run_name)}, f"{run_name}-resume{done + 1}")
-                    continue
-                if state is not None and state.is_final():
-                    completed = state.is_completed()
-                    result = None
-                    if completed and sweep_store is None and not has_report(item, run_dir, problems):
-                        result = _result_of(flow_run)
-                    row = stored_row(
-                        sweep_store, item, run_dir, data_dir, problems, problem_data_dir, result,
-                        None if completed else f"flow run {flow_run_id} ended {state.name}: {state.message}",
-                        missing=f"flow run {flow_run_id} completed but its report in {run_dir} is not "
-                        "readable here (give the sweep a run store, --store, or the sweep's out_dir on a shared "
-                        "filesystem)",
-                        resumes=done,
-                    )
-                elif started is not None and time.monotonic() - started > run_timeout:
-                    row = failed_row(
-                        item, run_dir, data_dir, problems, problem_data_dir,
-                        f"flow run {flow_run_id} not finished {run_timeout:.0f} s after it started running "
-                        f"(state {state.name if state else None}); it was left running",
-                    )
-                else:
-                    if started is None and state is not None and state.is_running():
-                        running[flow_run_id] = (item, time.monotonic())  # queued time does not count
-                    continue
-                del running[flow_run_id]
-                rows.add(item, row)
-                logger.info("run %s: %s", run_name, describe(row))
 
 
 @task(name="publish-sweep-summary", cache_policy=NO_CACHE)
@@ -269,6 +133,7 @@ def benchmark_sweep(
     problem_data_dir: str | None = None,
     store: str | None = None,
     max_resumes: int = 2,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
 ) -> dict:
     """Run every (task, policy, seed) as a two-phase-evo run and summarise the grades / scores.
 
@@ -283,9 +148,12 @@ def benchmark_sweep(
         model: litellm model or ``offline``; max_steps: each run's budget (nodes).
         data_dir: MLE-bench data directory, as seen by the machines that run the runs, or a store
             URL the competitions were prepared in (``swarm-evo prepare … --data-dir URL``).
-        out_dir: output folder (default ``runs/sweeps/<UTC time>``); run directories are
+        out_dir: output folder (default ``runs/sweeps/<UTC time>``; a deployment flow run's:
+            ``runs/sweeps/<its expected start, UTC>-<first 8 hex of its id>``); run directories are
             ``OUT/runs/<competition>-<policy>-s<seed>`` or ``OUT/runs/<problem>-<instance>-<policy>-s<seed>``
-            (an existing one is continued).
+            (an existing one is continued). ``OUT/sweep.json`` records the sweep's id: the sweep
+            started again on the same folder is the same sweep (its finished rows are kept, no run
+            is started twice: flows/_sweep_deployment.py, swarm_evo/sweeps/sweep_identity.py).
         deployment: a two-phase-evo deployment (``NAME`` or ``two-phase-evo/NAME``): runs go
             to its work pool through ``run_deployment``; None runs them here as subflows.
             Without a store, workers must see ``data_dir`` and ``out_dir`` at the same (absolute)
@@ -295,24 +163,29 @@ def benchmark_sweep(
         parallel_workers, time_limit, config_path, executor, llm_block, sandbox_block: passed
             to every run (see two_phase_evo).
         poll_interval: seconds between state polls of deployment runs.
-        run_timeout: seconds to wait for one deployment run, counted from when the sweep first sees
-            it Running (time queued for a free worker does not count), before reporting it as
-            failed; default :func:`default_run_timeout` of the runs' time limit (``time_limit``,
-            else the config's ``search.time_limit``).
+        run_timeout: seconds a deployment run may be Running (from its start; time queued for a
+            free worker does not count) before the sweep cancels it and resumes it (a resume);
+            default :func:`default_run_timeout` of the runs' time limit (``time_limit``, else the
+            config's ``search.time_limit``).
+        start_timeout: seconds a deployment run may wait for a worker while none of the sweep's
+            runs is running before it is cancelled and reported (default 1800).
         store: a run store (directory or fsspec URL, swarm_evo/store/): every run is mirrored to
             ``STORE/sweeps/<out_dir's name>/runs/<run name>/`` and its row is read from there,
             never from a worker's disk; the sweep's files are copied to ``STORE/sweeps/<name>/``.
             Runs of a deployment then work in a scratch directory of their worker
             (swarm_evo/sweeps/sweep_store.py), so the workers need no shared disk.
-        max_resumes: with a store and a deployment, times a crashed run is resumed from the
-            store (on any worker) before its row reports the crash.
+        max_resumes: with a deployment, times a crashed or timed-out run is resumed from its
+            journal (in the store, else in its run directory on a shared disk) before its row
+            reports it; and times a crashed deployment flow run of this sweep is restarted
+            (flows/_sweep_restart.py).
 
     Returns:
         ``swarm_evo.sweeps.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
 
     Raises:
         SweepError, ConfigError, CompetitionError, ProblemError: bad parameters (before any run
-            starts); ProblemError names an unknown instance and the available ones.
+            starts); ProblemError names an unknown instance and the available ones; SweepError
+            also: the store's folder for ``out_dir`` holds another sweep.
     """
     logger = get_run_logger()
     if not competitions and not problems:
@@ -332,12 +205,20 @@ def benchmark_sweep(
         raise sweep.SweepError(f"max_resumes must be >= 0, got {max_resumes}")
     if run_timeout is not None and run_timeout <= 0:
         raise sweep.SweepError(f"run_timeout must be > 0 seconds, got {run_timeout}")
+    if not start_timeout > 0:
+        raise sweep.SweepError(f"start_timeout must be > 0 seconds, got {start_timeout}")
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context else None
+    deployed = flow_run is not None and flow_run.deployment_id is not None  # a deployment's flow run (nightly)
+    if deployed:
+        check_restarts(flow_run.id, max_resumes)  # SweepError: crashed and restarted too often
     # Validate the run parameters once (ConfigError names the key) before any run starts.
     config, _ = resolve_config(config_path, model=model, max_steps=max_steps, parallel_workers=parallel_workers,
                    time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block)
     stored_data = is_url(data_dir)  # a store URL: each run reads it through its machine's data cache
     data_path = data_dir if stored_data else str(Path(data_dir).expanduser().resolve())
-    out_path = Path(out_dir).expanduser().resolve() if out_dir else sweep.default_out_dir().resolve()
+    out_path = Path(out_dir) if out_dir else (default_flow_out_dir(flow_run) if deployed else sweep.default_out_dir())
+    out_path = out_path.expanduser().resolve()
     run_store = checked_store(store)  # StoreError: cannot be reached or written
     sweep_store = SweepStore(run_store, out_path.name) if run_store is not None else None
     target = deployment_name(deployment) if deployment else None
@@ -348,11 +229,19 @@ def benchmark_sweep(
             else:
                 load_competition(competition_id, Path(data_path))  # CompetitionError: not prepared
     else:
-        check_deployment(target)
+        work_pool = check_deployment(target)
     problem_data = str(Path(problem_data_dir).expanduser().resolve()) if problem_data_dir else None
     for task in problem_tasks.values():  # ProblemError: unknown problem or instance
         load_problem(task.problem, Path(problem_data) if problem_data else None, task.instance)
 
+    claim = claim_sweep(out_path, sweep_store.location if sweep_store else None,
+                        str(flow_run.id) if deployed else None)  # SweepError: the store's folder is another sweep's
+    sweep_id = claim.identity.id
+    if deployed:
+        try:
+            ensure_restart_automation()
+        except Exception as exc:
+            logger.warning("no automation to restart this sweep if it crashes (%s: %s)", type(exc).__name__, exc)
     items = sweep.plan([*competition_ids, *problem_tasks], policy_list, seed_list)
     with_policy = "policy" in inspect.signature(two_phase_evo.fn).parameters
     parameters = {}
@@ -364,7 +253,7 @@ def benchmark_sweep(
         run_name = sweep.run_name(label, policy, seed)
         params = dict(
             **target_params,
-            run_dir=(sweep_store.worker_run_dir(run_name) if sweep_store is not None and target is not None
+            run_dir=(sweep_store.worker_run_dir(run_name, sweep_id) if sweep_store is not None and target is not None
                      else str(out_path / sweep.RUNS_DIR / run_name)),
             store=sweep_store.url if sweep_store is not None else None,
             model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
@@ -374,19 +263,27 @@ def benchmark_sweep(
         )
         parameters[(task, policy, seed)] = {k: v for k, v in params.items() if v is not None}
     (out_path / sweep.RUNS_DIR).mkdir(parents=True, exist_ok=True)
-    logger.info("sweep of %s runs (%s x %s x seeds %s) into %s%s, %s", len(items), [*competition_ids, *problem_tasks],
-                policy_list, seed_list, out_path, f" and {sweep_store.url}" if sweep_store else "",
-                f"on deployment {target}" if target else "in this process")
+    logger.info("sweep %s of %s runs (%s x %s x seeds %s) into %s%s, %s", sweep_id[:8], len(items),
+                [*competition_ids, *problem_tasks], policy_list, seed_list, out_path,
+                f" and {sweep_store.url}" if sweep_store else "", f"on deployment {target}" if target else "in this process")
+    done = finished_rows(out_path) if claim.local else {}  # a restart: the finished runs keep their rows
+    reused = {item: done[Path(parameters[item]["run_dir"]).name] for item in items
+              if Path(parameters[item]["run_dir"]).name in done}
+    todo = [item for item in items if item not in reused]
+    if not claim.new:
+        logger.info("sweep %s started again: %s finished runs keep their rows, %s runs to wait for, resume or start",
+                    sweep_id[:8], len(reused), len(todo))
 
-    rows = Rows(items, out_path, sweep_store)
+    rows = Rows(items, out_path, sweep_store, reused)
     if target is None:
-        run_in_process(items, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
-                        config.search.parallel_workers)
+        run_in_process(todo, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
+                       config.search.parallel_workers)
     else:
-        if run_timeout is None:
-            run_timeout = default_run_timeout(config.search.time_limit)
-        _run_on_deployment(items, parameters, rows, data_path, problem_tasks, problem_data, target,
-                           max_parallel_runs or len(items), poll_interval, run_timeout, max_resumes)
+        limits = Limits(max_parallel_runs=max_parallel_runs or len(items), poll_interval=poll_interval,
+                        run_timeout=run_timeout or default_run_timeout(config.search.time_limit),
+                        start_timeout=start_timeout, max_resumes=max_resumes)
+        DeploymentSweep(target, work_pool, parameters, rows, Where(data_path, problem_tasks, problem_data), limits,
+                        sweep_id).run(todo)
     summary = publish_summary(rows.rows(), str(out_path))
     rows.publish()
     if competition_ids:

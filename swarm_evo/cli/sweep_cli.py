@@ -6,7 +6,7 @@
                     [--deployment NAME] [--parallel-runs R] [--parallel-workers W]
                     [--config FILE] [--time-limit SEC] [--executor local|docker]
                     [--llm-block NAME] [--sandbox-block NAME] [--poll SECONDS] [--run-timeout SECONDS]
-                    [--store URL] [--max-resumes N]
+                    [--store URL] [--max-resumes N] [--start-timeout SECONDS]
 
 Runs the ``benchmark-sweep`` flow (flows/benchmark_sweep.py): every (task, policy, seed) —
 seeds ``0..N-1`` — is one ``two-phase-evo`` run in ``OUT_DIR/runs/<task>-<policy>-s<seed>``,
@@ -22,6 +22,11 @@ runs, valid_submissions, any_medal, above_median, score_mean, score_sem, ...; se
 swarm_evo/sweeps/sweep.py), and prints the summary table. Problem runs: ``OUT_DIR/problem_reports.jsonl``
 and, per task and policy, the mean ± SEM of the problem's own score (e.g. tour_length, lower is
 better; swarm_evo/sweeps/sweep_problems.py).
+
+``OUT_DIR/sweep.json`` records the sweep's id (and, with ``--store``, ``STORE/sweeps/<OUT_DIR's
+name>/sweep.json``): the same command again with the same ``--out`` (and ``--store``) continues
+the sweep — finished runs keep their rows, runs in flight are waited for, none is started twice —
+and an ``--out`` whose store folder holds another sweep is bad input (docs/many-machines.md).
 
 Exit codes: 0 every run finished with a grading report (valid or not), 1 some run failed
 (its row has ``error: "run failed: ..."``), 2 bad input (one line naming the field and the fix).
@@ -75,14 +80,18 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     s.add_argument("--poll", type=float, default=10.0, help="with --deployment: seconds between state polls")
     s.add_argument("--run-timeout", type=float, default=None,
-                   help="with --deployment: seconds a run may stay Running before its row says failed "
+                   help="with --deployment: seconds a run may stay Running before the sweep cancels it and resumes it "
                    "(default 1.5 x the runs' time limit + 600)")
+    s.add_argument("--start-timeout", type=float, default=1800.0,
+                   help="with --deployment: seconds a run may wait for a worker, while none of the sweep's runs is "
+                   "running, before the sweep cancels it and reports it (default 1800)")
     s.add_argument("--store", default=None,
                    help="run store (directory or fsspec URL, e.g. s3://bucket/prefix; default $SWARM_EVO_STORE): runs "
                    "are mirrored to STORE/sweeps/<OUT's name>/runs/<run>/ and every row is read from there, so the "
                    "workers of --deployment need no shared disk (docs/many-machines.md)")
     s.add_argument("--max-resumes", type=int, default=2,
-                   help="with --store and --deployment: times a crashed run is resumed from the store (default 2)")
+                   help="with --deployment: times a crashed or timed-out run is resumed from its journal, in the store "
+                   "or on a shared disk (default 2)")
     s.add_argument("--mlebench-repo", type=Path, default=None,
                    help="an mle-bench checkout for every run (sets $MLEBENCH_REPO; workers of --deployment "
                    "need it in their own environment or config)")
@@ -108,12 +117,8 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         SweepError, ConfigError, CompetitionError, ProblemError, ModelAccessError,
             SandboxUnavailableError: the message names the field and the fix.
     """
-    from flows.benchmark_sweep import (
-        check_deployment,
-        deployment_name,
-        prefect_api_url,
-        supported_policies,
-    )
+    from flows._sweep_deployment import check_deployment, deployment_name, prefect_api_url
+    from flows.benchmark_sweep import supported_policies
     from flows.run_config import resolve_config
     from swarm_evo.competition import (
         BUILTIN_COMPETITIONS,
@@ -170,9 +175,13 @@ def _check(args) -> tuple[list[str], list[str], list[int], list[str]]:
         raise sweep.SweepError(f"--run-timeout must be > 0 seconds (got {args.run_timeout})")
     if args.max_resumes < 0:
         raise sweep.SweepError(f"--max-resumes must be >= 0 (got {args.max_resumes})")
+    if args.start_timeout <= 0:
+        raise sweep.SweepError(f"--start-timeout must be > 0 seconds (got {args.start_timeout})")
     _check_store(args)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise sweep.SweepError(f"--out {args.out} is a file: give a directory (it is created if missing)")
+    args.out = (args.out or sweep.default_out_dir()).expanduser().resolve()
+    _check_owner(args)
     if args.config is not None and not args.config.is_file():
         raise sweep.SweepError(f"--config {args.config} not found: give a YAML config file")
     config, api_key = resolve_config(
@@ -234,6 +243,28 @@ def _check_store(args) -> None:
         raise StoreError(f"{source} {exc}") from None
 
 
+def _check_owner(args) -> None:
+    """The store's folder for ``--out`` holds no other sweep (swarm_evo/sweeps/sweep_identity.py).
+
+    Raises:
+        SweepError: one line naming --out, --store and the fix; StoreError: the store cannot be read.
+    """
+    if not args.store:
+        from swarm_evo.sweeps.sweep_identity import read_local
+
+        read_local(args.out)  # SweepError: OUT/sweep.json is not a sweep record
+        return
+    from swarm_evo.store import StoreError, open_store
+    from swarm_evo.sweeps.sweep_identity import check_sweep
+    from swarm_evo.sweeps.sweep_store import SweepStore
+
+    location = SweepStore(open_store(args.store), args.out.name).location
+    try:
+        check_sweep(args.out, location, out_flag="--out", store_flag="--store")
+    except OSError as exc:
+        raise StoreError(f"--store {args.store}: cannot read {location.url} ({type(exc).__name__}: {exc})") from None
+
+
 def _data_dir_parameter(data_dir: Path | str | None) -> str:
     """The flow's ``data_dir``: a folder made absolute, a store URL as given, ``data`` by default."""
     if data_dir is None:
@@ -272,7 +303,7 @@ def run_sweep(args) -> int:
     from flows._ephemeral import start_ephemeral_api
     from flows.benchmark_sweep import benchmark_sweep
 
-    out_dir = (args.out or sweep.default_out_dir()).expanduser().resolve()
+    out_dir = args.out
     problem_data = _problem_data_dir(args)
     start_ephemeral_api()
     try:
@@ -286,6 +317,7 @@ def run_sweep(args) -> int:
             time_limit=args.time_limit, config_path=str(args.config.resolve()) if args.config else None,
             executor=args.executor, llm_block=args.llm_block, sandbox_block=args.sandbox_block,
             poll_interval=args.poll, run_timeout=args.run_timeout, store=args.store, max_resumes=args.max_resumes,
+            start_timeout=args.start_timeout,
         )
     except bad_input as exc:
         return _fail(str(exc))

@@ -4,7 +4,9 @@ summary, mean ± SEM over seeds and the policy comparisons' statistics.
 
 - :mod:`~swarm_evo.sweeps.sweep`, :mod:`~swarm_evo.sweeps.sweep_problems`,
   :mod:`~swarm_evo.sweeps.sweep_stats`;
-- :mod:`~swarm_evo.sweeps.sweep_store`: a sweep's runs and rows in the run store (issue 34).
+- :mod:`~swarm_evo.sweeps.sweep_store`: a sweep's runs and rows in the run store (issue 34);
+- :mod:`~swarm_evo.sweeps.sweep_identity`: the sweep's id, one sweep per store folder, and the
+  rows a restarted sweep keeps (issue 40).
 
 The ``benchmark-sweep`` flow (flows/benchmark_sweep.py) runs a sweep's plan.
 

@@ -6,16 +6,25 @@ Layout in the store, the same as the sweep's output folder::
 
     STORE/sweeps/<sweep name>/runs/<run name>/     each run, whole (swarm_evo/store/mirror.py)
     STORE/sweeps/<sweep name>/grading_reports.jsonl, summary.json, mlebench_*   the sweep's files
+    STORE/sweeps/<sweep name>/sweep.json           the sweep that owns the folder
 
-A run of a deployment works in ``runs/sweeps/<sweep name>/runs/<run name>`` under its worker's
-working directory (scratch: nothing reads it but the run), so runs of two sweeps with the same
-plan never share a directory.
+A run of a deployment works in ``runs/sweeps/<sweep name>-<sweep id>/runs/<run name>`` under its
+worker's working directory (scratch: nothing reads it but the run), so runs of two sweeps with
+the same plan never share a directory. ``STORE/sweeps/<sweep name>/sweep.json`` records which
+sweep owns the folder (swarm_evo/sweeps/sweep_identity.py).
+
+A row is made from the store's copy of the run's reports only once that copy is final (the store
+holds ``result.json``, uploaded last); reading the store never deletes a local file (issue 40,
+item 5).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
 from swarm_evo.population.journal import JOURNAL_FILE, RESULT_FILE, atomic_write_text
@@ -39,6 +48,14 @@ OUTPUT_FILES = (REPORTS_FILE, PROBLEM_REPORTS_FILE, SUMMARY_FILE, MLEBENCH_SUBMI
 """The sweep's own files, written to its output folder and copied to the store."""
 
 
+class StoredReports(NamedTuple):
+    """What :meth:`SweepStore.fetch_reports` found: ``final`` (the store's copy of the run's
+    reports is final and was copied) and ``result`` (the run's ``result.json``, or None)."""
+
+    final: bool
+    result: dict | None
+
+
 class SweepStore:
     """The store location of one sweep, ``STORE/sweeps/<sweep name>`` (``sweep_name``: the name
     of the sweep's output folder, e.g. ``20261126-230000``)."""
@@ -56,9 +73,11 @@ class SweepStore:
         """``STORE/sweeps/<sweep>/runs/<run name>``: the run's place, what ``resume`` takes."""
         return self.location.run(run_name).url
 
-    def worker_run_dir(self, run_name: str) -> str:
-        """The (relative) scratch run directory of a run on a deployment's worker."""
-        return f"{RUNS_DIR}/{SWEEPS_DIR}/{self.sweep_name}/{RUNS_DIR}/{run_name}"
+    def worker_run_dir(self, run_name: str, sweep_id: str) -> str:
+        """The (relative) scratch run directory of a run on a deployment's worker:
+        ``runs/sweeps/<sweep name>-<first 8 hex of the sweep's id>/runs/<run name>``, so that a
+        worker never continues the scratch copy of another sweep's run of the same names."""
+        return f"{RUNS_DIR}/{SWEEPS_DIR}/{self.sweep_name}-{sweep_id[:8]}/{RUNS_DIR}/{run_name}"
 
     def has_journal(self, run_name: str) -> bool:
         """Whether the store holds the run's journal (a run that can be resumed)."""
@@ -66,29 +85,54 @@ class SweepStore:
         run.fs.invalidate_cache()
         return run.fs.exists(run.path(JOURNAL_FILE))
 
-    def fetch_reports(self, run_name: str, local_run_dir: Path) -> dict | None:
-        """Copy the run's report files and submission (:data:`RUN_REPORT_FILES`) from the store
-        into ``local_run_dir`` (the sweep's ``OUT/runs/<run name>``), replacing any local copy,
-        and return the run's ``result.json`` (None when the run wrote none). The copied
-        ``grade_report.json`` and ``mlebench_submission.jsonl`` name the local copy of the
-        submission as ``submission_path`` (the run wrote its worker's path), so MLE-bench's
-        ``mlebench grade --submission OUT/mlebench_submissions.jsonl`` grades it here.
+    def is_final(self, run_name: str) -> bool:
+        """Whether the store's copy of the run's reports is final: it holds ``result.json``, which
+        the mirror uploads last, after the journal, in the run's final sync (swarm_evo/store/mirror.py).
 
         Raises:
             OSError and the store's own errors: the store cannot be read.
         """
         run = self.location.run(run_name)
         run.fs.invalidate_cache()
-        fetch_files(run, Path(local_run_dir), RUN_REPORT_FILES)
-        submission = Path(local_run_dir) / SUBMISSION_FILE
-        if submission.is_file():  # the reports name the worker's file: name this machine's copy
-            for name in (GRADE_REPORT_FILE, MLEBENCH_SUBMISSION_FILE):
-                _repoint(Path(local_run_dir) / name, str(submission.resolve()))
+        return run.fs.exists(run.path(RESULT_FILE))
+
+    def fetch_reports(self, run_name: str, local_run_dir: Path) -> StoredReports:
+        """The run's report files and submission (:data:`RUN_REPORT_FILES`) as the store holds
+        them, into ``local_run_dir`` (the sweep's ``OUT/runs/<run name>``), when the store's copy
+        is final (:meth:`is_final`); else nothing is copied and the local files stay as they are.
+        Nothing local is ever deleted: a file the store lacks keeps its local copy (in a sweep
+        in one process ``local_run_dir`` is the run's own directory).
+
+        The store's files are first fetched into a temporary folder beside ``local_run_dir``,
+        then moved over the local copies one by one (a rename: a reader sees a whole old or a
+        whole new file). The copied ``grade_report.json`` and ``mlebench_submission.jsonl`` name
+        the local copy of the submission as ``submission_path`` (the run wrote its worker's
+        path), so ``mlebench grade --submission OUT/mlebench_submissions.jsonl`` grades it here.
+
+        Returns:
+            :class:`StoredReports`: ``final``, and the run's ``result.json`` (read locally, so a
+            run whose store copy is not final gives its local one; None when there is none).
+
+        Raises:
+            OSError and the store's own errors: the store cannot be read.
+        """
+        local_run_dir = Path(local_run_dir)
+        final = self.is_final(run_name)
+        if final:
+            local_run_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=f".{run_name}.fetch-", dir=local_run_dir.parent) as tmp:
+                for name in fetch_files(self.location.run(run_name), Path(tmp), RUN_REPORT_FILES):
+                    (local_run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(Path(tmp) / name, local_run_dir / name)
+            submission = local_run_dir / SUBMISSION_FILE
+            if submission.is_file():  # the reports name the worker's file: name this machine's copy
+                for name in (GRADE_REPORT_FILE, MLEBENCH_SUBMISSION_FILE):
+                    _repoint(local_run_dir / name, str(submission.resolve()))
         try:
-            result = json.loads((Path(local_run_dir) / RESULT_FILE).read_text(encoding="utf-8"))
+            result = json.loads((local_run_dir / RESULT_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        return result if isinstance(result, dict) else None
+            result = None
+        return StoredReports(final=final, result=result if isinstance(result, dict) else None)
 
     def publish(self, out_dir: Path) -> None:
         """Copy the sweep's output files (:data:`OUTPUT_FILES`) present in ``out_dir`` to the store."""
