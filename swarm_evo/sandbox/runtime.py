@@ -52,10 +52,12 @@ def cgroup_memory_mb():
             own["2" if controllers == "" else ("1" if "memory" in controllers.split(",") else "")] = path.strip("/")
     except OSError:
         pass
-    paths = [f"/sys/fs/cgroup/memory/{own['1']}/memory.limit_in_bytes" if own.get("1") else "",
-             f"/sys/fs/cgroup/{own['2']}/memory.max" if own.get("2") else "",
-             "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
-    for path in filter(None, paths):
+    paths = []
+    for version, top, name in (("1", "/sys/fs/cgroup/memory", "memory.limit_in_bytes"), ("2", "/sys/fs/cgroup", "memory.max")):
+        parts = own.get(version, "").split("/") if own.get(version) else []
+        # a container shows its own cgroup as the mount's root: try the path's tails too
+        paths += [os.path.join(top, *parts[i:], name) for i in range(len(parts) + 1)]
+    for path in paths:
         try:
             raw = open(path).read().strip()
         except OSError:
