@@ -264,3 +264,23 @@ def test_a_run_in_a_flow_container_that_cannot_confine_stops_or_warns_in_its_fir
         assert journal["info"]["runtime"]["confined"] is False
     finally:
         subprocess.run(["rm", "-rf", str(checkout)], check=False)
+
+
+# ------------------------------------------------------------------------------ the Eval Service
+
+
+@pytest.mark.slow
+def test_eval_service_confines_its_programs(world: World, prefect_api_url):
+    """``swarm-evo eval run`` (the evaluate-program flow in this process, as ``eval serve`` and the
+    process pool run it): the hunt as the evaluated program finds nothing and reaches nothing."""
+    program = world.root / "runs" / "hunt.py"
+    program.write_text(world.code())
+    results = world.root / "runs" / "eval"
+    env = {**os.environ, "PREFECT_API_URL": prefect_api_url}
+    done = subprocess.run([sys.executable, "-m", "swarm_evo.cli", "eval", "run", "--problem", "circle-packing",
+                           str(program), "--results-dir", str(results), "--num-runs", "1"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=world.root)
+    log = results / "runs" / "run-0" / "stdout.txt"
+    assert log.is_file(), done.stdout[-2000:] + done.stderr[-3000:]
+    ran = _Result({"stdout": log.read_text(), "exc": None, "info": None, "term_out": done.stderr[-3000:]})
+    assert_confined(probes_of("swarm-evo eval run (evaluate-program)", ran))
