@@ -42,10 +42,10 @@ def _store_json(fs, path: str):
     return json.loads(fs.cat_file(path))
 
 
-async def _flow_runs(api_url: str):
+async def _flow_runs(server: dict):
     from prefect.client.orchestration import PrefectClient
 
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         return await client.read_flow_runs(limit=200)
 
 
@@ -149,7 +149,7 @@ def test_a_sweep_over_two_workers_with_no_shared_disk_survives_a_dead_worker(pg_
         for line in (out / "mlebench_submissions.jsonl").read_text().splitlines():  # `mlebench grade` input
             assert Path(json.loads(line)["submission_path"]).is_file()
 
-        runs = asyncio.run(_flow_runs(pg_server["api_url"]))
+        runs = asyncio.run(_flow_runs(pg_server))
         (crashed,) = [r for r in runs if r.name == victim_run]
         assert crashed.state.is_crashed() and "no heartbeat" in crashed.state.message, crashed.state
         crashed_after = (crashed.state.timestamp - killed_wall).total_seconds()
