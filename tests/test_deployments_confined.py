@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from test_confinement_run import open_world  # noqa: F401 - fixture
 from test_confinement import (  # noqa: F401 - fixtures
     TIMEOUT,
     World,
@@ -284,3 +285,33 @@ def test_eval_service_confines_its_programs(world: World, prefect_api_url):
     assert log.is_file(), done.stdout[-2000:] + done.stderr[-3000:]
     ran = _Result({"stdout": log.read_text(), "exc": None, "info": None, "term_out": done.stderr[-3000:]})
     assert_confined(probes_of("swarm-evo eval run (evaluate-program)", ran))
+
+
+# ------------------------------------------------------------------------------ sweeps
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_sweep_confines_its_runs_programs(open_world, prefect_api_url):
+    """``swarm-evo sweep`` (runs in this process): every draft of its run hunts for the answers and
+    the host's ports (stand-in model, scenario ``answer_hunt``) and finds nothing."""
+    from llm_server.runner import run_env
+
+    root, server = open_world
+    server.use("answer_hunt")
+    work = root / "work-sweep"
+    work.mkdir()
+    (work / "config.yaml").write_text(yaml.safe_dump({
+        "model": {"api_base": server.openai_base, "timeout": 20, "num_retries": 1},
+        "sandbox": {"exec_timeout": 120, "python": sys.executable}}))
+    done = subprocess.run([sys.executable, "-m", "swarm_evo.cli", "sweep", "--data-dir", str(root / "data"),
+                           "--competitions", "spaceship-titanic", "--seeds", "1", "--max-steps", "3",
+                           "--model", "openai/stand-in", "--config", str(work / "config.yaml"), "--out",
+                           str(work / "out")],
+                          env=run_env(work, model="openai/stand-in", api_base=server.openai_base,
+                                      prefect_api_url=prefect_api_url),
+                          cwd=work, capture_output=True, text=True, timeout=800)
+    hunts = [line for stdout in sorted((work / "out").rglob("nodes/*/stdout.txt"))
+             for line in stdout.read_text(errors="replace").splitlines() if line.startswith("HUNT:")]
+    assert hunts, done.stdout[-2000:] + done.stderr[-3000:]
+    assert set(hunts) == {"HUNT: answers=none; ports=none"}, sorted(set(hunts))
