@@ -83,7 +83,7 @@ def flow_sandbox(entrypoint: str, parameters: dict):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("deployment", deployments("process"), ids=lambda d: f"{d['entrypoint'].split(':')[1]}/{d['name']}")
-def test_process_pool_deployment_confines_its_programs(deployment, world: World):
+def test_process_pool_deployment_confines_its_programs(deployment, world: World):  # noqa: F811
     sandbox = flow_sandbox(deployment["entrypoint"], deployment.get("parameters") or {})
     result = sandbox.execute(world.code(), world.root / "runs" / deployment["name"], world.public, TIMEOUT)
     probes = probes_of(f"deployment {deployment['name']} ({deployment['entrypoint']})", result)
@@ -154,7 +154,7 @@ def container_settings(deployment: dict, checkout: Path, api_url: str, client, d
                 **kwargs)
 
 
-def run_in_flow_container(client, deployment: dict, world: World, checkout: Path, api_url: str,
+def run_in_flow_container(client, deployment: dict, world: World, checkout: Path, api_url: str,  # noqa: F811
                           drop: tuple[str, ...] = (), overrides: dict | None = None) -> dict:
     """The hunt through the flow's sandbox in the deployment's container; INNER's result."""
     name = f"{deployment['name']}-{uuid.uuid4().hex[:6]}"
@@ -178,7 +178,7 @@ def run_in_flow_container(client, deployment: dict, world: World, checkout: Path
 
 
 @pytest.fixture()
-def checkout(stand_in_server, prefect_api_url):
+def checkout(stand_in_server, prefect_api_url):  # noqa: F811
     """``$PWD`` of the deploying checkout: data/ (one competition, its answers marked) and runs/."""
     w, cleanup = _make_world(stand_in_server, prefect_api_url, "/root", None)
     yield w
@@ -271,7 +271,7 @@ def test_a_run_in_a_flow_container_that_cannot_confine_stops_or_warns_in_its_fir
 
 
 @pytest.mark.slow
-def test_eval_service_confines_its_programs(world: World, prefect_api_url):
+def test_eval_service_confines_its_programs(world: World, prefect_api_url):  # noqa: F811
     """``swarm-evo eval run`` (the evaluate-program flow in this process, as ``eval serve`` and the
     process pool run it): the hunt as the evaluated program finds nothing and reaches nothing."""
     program = world.root / "runs" / "hunt.py"
@@ -292,7 +292,7 @@ def test_eval_service_confines_its_programs(world: World, prefect_api_url):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_sweep_confines_its_runs_programs(open_world, prefect_api_url):
+def test_a_sweep_confines_its_runs_programs(open_world, prefect_api_url):  # noqa: F811
     """``swarm-evo sweep`` (runs in this process): every draft of its run hunts for the answers and
     the host's ports (stand-in model, scenario ``answer_hunt``) and finds nothing."""
     from llm_server.runner import run_env
