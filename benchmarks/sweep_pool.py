@@ -38,12 +38,12 @@ from pool_machines import HEARTBEAT, deploy_default, kill_tree, prefect_pg_serve
 COMPETITIONS = ("spaceship-titanic", "sklearn-wine")
 
 
-async def _runs(api_url: str, names: set[str], since: float):
+async def _runs(server: dict, names: set[str], since: float):
     """The flow runs called ``names`` that started after ``since`` (epoch seconds): this sweep's
-    (both sweeps have the same run names)."""
+    (both sweeps have the same run names). ``server``: tests/pool_machines.py's (its API needs the credentials)."""
     from prefect.client.orchestration import PrefectClient
 
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         return [r for r in await client.read_flow_runs(limit=200)
                 if r.name in names and r.start_time and r.start_time.timestamp() >= since]
 
@@ -85,7 +85,7 @@ def one_sweep(workers: int, steps: int, work: Path, server: dict, seaweed: Seawe
         raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
     rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]
     names = {Path(r["run_dir"]).name for r in rows}
-    runs = asyncio.run(_runs(server["api_url"], names, since))
+    runs = asyncio.run(_runs(server, names, since))
     spans = [(r.start_time.timestamp(), r.end_time.timestamp()) for r in runs if r.start_time and r.end_time]
     busy = _union(spans)
     return {"workers": workers, "runs": len(rows), "valid": sum(r["valid_submission"] for r in rows),

@@ -26,7 +26,7 @@ class SandboxSettings(Block):
     backend: Literal["local", "docker"] = "local"
     exec_timeout: float = Field(3600, gt=0, description="Seconds per execution.")
     max_output_bytes: int = Field(1_000_000, ge=1000)
-    memory_limit_mb: int | None = Field(None, ge=64, description="Per program / per container, MiB.")
+    memory_limit_mb: int | None = Field(None, ge=64, description="Per execution (local: a memory cgroup) / container, MiB.")
     python: str | None = Field(
         None, description="(local) interpreter or virtual environment that runs programs (default: .venv-programs)."
     )
@@ -43,6 +43,9 @@ class SandboxSettings(Block):
     )
     network: bool = Field(
         False, description="Give programs the host's network (default: none; they reach nothing, not even localhost)."
+    )
+    allow_unconfined: bool = Field(
+        False, description="(local) Run programs unconfined where namespaces cannot be made, instead of refusing."
     )
 
     @field_validator("gpus", mode="before")

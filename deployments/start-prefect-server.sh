@@ -9,11 +9,17 @@
 # Idempotent. The first time it creates a PostgreSQL cluster (Debian's `postgresql` package:
 # initdb/pg_ctl of /usr/lib/postgresql/<version>/bin) in $SWARM_EVO_SERVER_DIR/postgres, a role and
 # database `prefect` with a random password (kept in $SWARM_EVO_SERVER_DIR/prefect-password, mode
-# 600); every time it starts that PostgreSQL when it is not running, then runs
-#   PREFECT_SERVER_DATABASE_CONNECTION_URL=postgresql+asyncpg://prefect:***@127.0.0.1:$PORT/prefect \
-#     prefect server start --host $SWARM_EVO_SERVER_HOST --port $SWARM_EVO_SERVER_PORT
-# in the foreground (exec; Ctrl-C stops the server, PostgreSQL keeps running; `--stop` stops it).
-# Workers and `swarm-evo` commands on other machines use PREFECT_API_URL=http://<this host>:<port>/api.
+# 600), and the API's credentials `swarm-evo:<random>` (kept in $SWARM_EVO_SERVER_DIR/prefect-api-auth,
+# mode 600); every time it starts that PostgreSQL when it is not running, then runs
+#   prefect server start --host $SWARM_EVO_SERVER_HOST --port $SWARM_EVO_SERVER_PORT
+# in the foreground (exec; Ctrl-C stops the server, PostgreSQL keeps running; `--stop` stops it)
+# with PREFECT_SERVER_DATABASE_CONNECTION_URL and PREFECT_SERVER_API_AUTH_STRING in its environment.
+# The API answers no request without those credentials (HTTP basic authentication; only GET
+# /api/health and /api/ready are open). No secret is ever on a command line (`ps` shows none).
+# Workers and `swarm-evo` commands on other machines set, besides PREFECT_API_URL=http://<this host>:<port>/api,
+# the one line the script prints (copy the file there first, mode 600):
+#   export PREFECT_API_AUTH_STRING="$(cat prefect-api-auth)"
+# The credentials travel as plain HTTP: keep the port on a private network or behind TLS.
 #
 # PostgreSQL refuses to run as root: as root the cluster belongs to $SWARM_EVO_PG_OS_USER
 # (default `postgres`, the user Debian's package creates) and its commands run through `runuser`;
@@ -21,7 +27,8 @@
 #
 # Settings (environment variables, defaults in brackets):
 #   SWARM_EVO_SERVER_DIR   state directory [~/.local/share/swarm-evo/prefect-server; root: /var/lib/swarm-evo/prefect-server]
-#   SWARM_EVO_SERVER_HOST  address the API listens on [0.0.0.0: every interface, so workers elsewhere reach it]
+#   SWARM_EVO_SERVER_HOST  address the API listens on [0.0.0.0: every interface, so workers elsewhere reach it;
+#                          they authenticate, above]
 #   SWARM_EVO_SERVER_PORT  API port [4200]
 #   SWARM_EVO_PG_PORT      PostgreSQL port, on 127.0.0.1 only [5433: leaves 5432 to a system cluster]
 #   SWARM_EVO_PG_BIN       directory of initdb/pg_ctl [the newest /usr/lib/postgresql/*/bin, else PATH]
@@ -69,6 +76,7 @@ fi
 
 pgdata="$dir/postgres"
 password_file="$dir/prefect-password"
+auth_file="$dir/prefect-api-auth"
 log="$dir/postgres.log"
 
 # Run a PostgreSQL command as the cluster's owner: ourselves, or $pg_user when we are root.
@@ -103,6 +111,10 @@ fi
 if [ ! -f "$password_file" ]; then
   (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$password_file")
 fi
+if [ ! -f "$auth_file" ]; then   # HTTP basic credentials "user:password" (Prefect's server.api.auth_string)
+  (umask 077; { printf 'swarm-evo:'; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; } > "$auth_file")
+fi
+chmod 600 "$password_file" "$auth_file"
 password="$(cat "$password_file")"
 
 if [ ! -f "$pgdata/PG_VERSION" ]; then
@@ -128,7 +140,8 @@ actual_port="$(sed -n 4p "$pgdata/postmaster.pid" 2>/dev/null || echo "$pg_port"
 pg_port="$actual_port"
 
 psql_bin="$pg_bin/psql"; [ -x "$psql_bin" ] || psql_bin="$(command -v psql)" || die "psql not found"
-sql() { as_pg "$psql_bin" -h "$pgdata" -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtAc "$1"; }
+# The statement goes in on stdin (printf is a builtin): the password never is an argument of a process.
+sql() { printf '%s\n' "$1" | as_pg "$psql_bin" -h "$pgdata" -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA; }
 if [ "$(sql "SELECT 1 FROM pg_roles WHERE rolname = 'prefect'")" != 1 ]; then
   sql "CREATE ROLE prefect LOGIN PASSWORD '$password'" >/dev/null
 else
@@ -150,7 +163,11 @@ shown_host="$host"
 if [ "$host" = 0.0.0.0 ]; then shown_host="$(hostname -f 2>/dev/null || hostname)"; fi
 export PREFECT_SERVER_UI_API_URL="${PREFECT_SERVER_UI_API_URL:-http://$shown_host:$port/api}"
 export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}" DO_NOT_TRACK="${DO_NOT_TRACK:-1}"
+PREFECT_SERVER_API_AUTH_STRING="$(cat "$auth_file")"
+export PREFECT_SERVER_API_AUTH_STRING
 echo "Prefect server on PostgreSQL 127.0.0.1:$pg_port/prefect; workers and swarm-evo use"
 echo "  PREFECT_API_URL=http://$shown_host:$port/api"
-echo "UI: http://$shown_host:$port"
+echo "and authenticate with the credentials in $auth_file (copy it to each machine, mode 600):"
+echo "  export PREFECT_API_AUTH_STRING=\"\$(cat $auth_file)\""
+echo "UI: http://$shown_host:$port (it asks for the same credentials)"
 exec "$prefect_cmd" server start --host "$host" --port "$port"

@@ -195,6 +195,8 @@ def _search(session, config, llm_block: str | None) -> dict:
                 config.search.max_steps, policy)
     logger.info("sandbox: %s backend; python %s (%s); %s; packages: %s", config.sandbox.backend,
                 session.runtime.python, session.runtime.executable, session.device, session.packages)
+    # unconfined programs (sandbox.allow_unconfined) are a warning in the run's first lines (issue 42)
+    (logger.info if session.runtime.confined else logger.warning)("confinement: %s", session.runtime.confinement)
     if config.sandbox.backend == "local":
         warning = program_env_warning(resolve_program_python(config.sandbox.python), session.runtime)
         if warning:

@@ -144,8 +144,9 @@ class SandboxConfig(_Section):
     max_output_bytes: int = Field(1_000_000, ge=1_000, description="Captured stdout+stderr cap.")
     memory_limit_mb: int | None = Field(
         None, ge=64,
-        description="local: data-segment limit (RLIMIT_DATA) per program; docker: container memory "
-        "limit, swap included (default for both: 80 % of host memory / parallel_workers).",
+        description="Memory of one execution, swap included: local: a memory cgroup for its processes and "
+        "its /tmp, /var/tmp, /dev/shm files together (without one: RLIMIT_DATA per process, with a warning); "
+        "docker: the container's limit (default for both: 80 % of host memory / parallel_workers).",
     )
     python: str | None = Field(
         None, min_length=1,
@@ -172,6 +173,13 @@ class SandboxConfig(_Section):
         False,
         description="Give programs the host's network (local: no network namespace; docker: network_mode host), "
         "for programs that must download; by default they reach nothing, not even the host's loopback services.",
+    )
+    allow_unconfined: bool = Field(
+        False,
+        description="(local) Where programs cannot be confined (no PID/user namespaces: a container without "
+        "CAP_SYS_ADMIN, a kernel that refuses user namespaces), run them anyway, able to read the answers and "
+        "host files and reach the network, with a warning in the run's first lines and its report; by default "
+        "such a setup refuses to start.",
     )
 
     @field_validator("gpus", mode="before")

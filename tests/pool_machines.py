@@ -42,8 +42,10 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
 @contextlib.contextmanager
 def prefect_pg_server():
     """PostgreSQL and Prefect's server on it, from deployments/start-prefect-server.sh, on free ports of
-    127.0.0.1; ``{"api_url", "dir", "env"}``. The state directory is under /tmp (as root the cluster
-    belongs to the ``postgres`` user, who cannot enter pytest's 0700 tmp directories)."""
+    127.0.0.1; ``{"api_url", "dir", "env"}``, ``env`` with what clients need: ``PREFECT_API_URL`` and
+    ``PREFECT_API_AUTH_STRING`` (the credentials the script keeps in ``dir/prefect-api-auth``). The state
+    directory is under /tmp (as root the cluster belongs to the ``postgres`` user, who cannot enter
+    pytest's 0700 tmp directories)."""
     state = Path(tempfile.mkdtemp(prefix="swarm-evo-pg-"))
     port, pg_port = free_port(), free_port()
     env = child_env(state / "prefect-home", SWARM_EVO_SERVER_DIR=str(state), SWARM_EVO_PG_PORT=str(pg_port),
@@ -63,7 +65,8 @@ def prefect_pg_server():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not come up: {(state / 'server.out').read_text()[-3000:]}")
             time.sleep(0.5)
-        yield {"api_url": api_url, "dir": state, "env": dict(env, PREFECT_API_URL=api_url)}
+        auth = (state / "prefect-api-auth").read_text().strip()
+        yield {"api_url": api_url, "dir": state, "env": dict(env, PREFECT_API_URL=api_url, PREFECT_API_AUTH_STRING=auth)}
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

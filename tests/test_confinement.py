@@ -266,11 +266,15 @@ _USER_RUNNER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from swarm_evo.sandbox import LocalSandbox
+    from swarm_evo.sandbox import LocalSandbox, SandboxUnavailableError
     from swarm_evo.sandbox.confinement import describe_confinement
     sb = LocalSandbox(python=sys.executable, num_threads=1, memory_limit_mb=1024, max_output_bytes=200_000,
-                      network=sys.argv[4] == "1")
-    res = sb.execute(Path(sys.argv[1]).read_text(), Path(sys.argv[2]), Path(sys.argv[3]), %(timeout)r)
+                      network=sys.argv[4] == "1", allow_unconfined=sys.argv[5] == "1")
+    try:
+        res = sb.execute(Path(sys.argv[1]).read_text(), Path(sys.argv[2]), Path(sys.argv[3]), %(timeout)r)
+    except SandboxUnavailableError as exc:
+        print(json.dumps({"refused": str(exc), "ran": Path(sys.argv[2], "stdout.txt").exists()}))
+        sys.exit(0)
     from swarm_evo.sandbox import local
     print(json.dumps({"stdout": res.stdout, "exc": res.exc_type, "info": res.exc_info, "mode": sb.last_mode,
                       "line": describe_confinement(sb), "warnings": sorted(local._warned)}))
@@ -305,7 +309,7 @@ _NO_USERNS = textwrap.dedent(
 )
 
 
-def run_as_user(world: World, network: bool = False, no_userns: bool = False) -> dict:
+def run_as_user(world: World, network: bool = False, no_userns: bool = False, allow_unconfined: bool = False) -> dict:
     """Run the hunt with the orchestrator as uid :data:`USER` (``setpriv``, ``/usr/bin/python3``
     with the venv's packages on ``PYTHONPATH``); the runner's JSON line. ``no_userns``: inside a
     user namespace that may not create another (:data:`_NO_USERNS`)."""
@@ -326,7 +330,8 @@ def run_as_user(world: World, network: bool = False, no_userns: bool = False) ->
         proc = subprocess.run(
             ([sys.executable, "-c", _NO_USERNS] if no_userns else []) + ["/usr/bin/setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups", "env",
              f"PYTHONPATH={packages}", f"HOME={world.home}", str(python), "-c", _USER_RUNNER, str(code),
-             str(world.root / "runs" / "node"), str(world.public), "1" if network else "0"],
+             str(world.root / "runs" / "node"), str(world.public), "1" if network else "0",
+             "1" if allow_unconfined else "0"],
             capture_output=True, text=True, timeout=TIMEOUT + 60, cwd="/tmp")
     finally:
         decoy.kill()
@@ -393,13 +398,22 @@ def test_sandbox_network_setting_reaches_both_backends(docker_client, caplog, tm
         assert sb.container_kwargs(tmp_path, tmp_path, None, "x")["network_mode"] == mode
 
 
-def test_without_user_namespaces_one_warning_says_what_is_not_confined(user_world: World) -> None:
+def test_without_user_namespaces_programs_are_refused(user_world: World) -> None:
+    """A kernel that refuses user namespaces (issue 42): no program runs; the error names the fixes."""
     out = run_as_user(user_world, no_userns=True)
-    probes_of("local user, no user namespaces (subreaper)", _Result(out))
+    assert "refused" in out and not out["ran"], out
+    for words in ("cannot confine", "answers", "Prefect API", "sandbox.allow_unconfined: true", "CAP_SYS_ADMIN",
+                  "sandbox.backend: docker"):
+        assert words in out["refused"], out["refused"]
+
+
+def test_without_user_namespaces_allow_unconfined_runs_with_one_warning(user_world: World) -> None:
+    out = run_as_user(user_world, no_userns=True, allow_unconfined=True)
+    probes_of("local user, no user namespaces, allow_unconfined (subreaper)", _Result(out))
     assert out["mode"] == "subreaper" and out["line"].startswith("NOT confined"), out
     warnings = [w for w in out["warnings"] if "NOT confined" in w]
     assert len(warnings) == 1, out["warnings"]
-    for words in ("answers", "host file", "network", "Docker backend"):
+    for words in ("answers", "host file", "network", "sandbox.allow_unconfined"):
         assert words in warnings[0], warnings[0]
 
 

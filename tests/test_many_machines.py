@@ -76,17 +76,17 @@ def _stored_ids(fs, path: str) -> list[str]:
         return []
 
 
-async def _flow_runs(api_url: str):
+async def _flow_runs(server: dict):
     from prefect.client.orchestration import PrefectClient
 
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         return await client.read_flow_runs(limit=200)
 
 
-async def _start_deployment_run(api_url: str, parameters: dict, name: str):
+async def _start_deployment_run(server: dict, parameters: dict, name: str):
     from prefect.client.orchestration import PrefectClient
 
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         deployment = await client.read_deployment_by_name("two-phase-evo/default")
         return await client.create_flow_run_from_deployment(deployment.id, parameters=parameters, name=name)
 
@@ -153,7 +153,7 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
         config = tmp_path / "slow-model.yaml"
         config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1}}))
         worker("machine-3")
-        long_run = asyncio.run(_start_deployment_run(pg_server["api_url"], dict(
+        long_run = asyncio.run(_start_deployment_run(pg_server, dict(
             competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_path=str(config),
             max_steps=200, time_limit=LONG_RUN, parallel_workers=1), "slow-model-run"))
         long_started = time.monotonic()
@@ -209,7 +209,7 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
 
         assert sweep.wait(timeout=900) == 0, sweep_log.read_text()[-5000:]
         sweep_seconds = time.monotonic() - sweep_started
-        long_state = _wait(lambda: next((r.state for r in asyncio.run(_flow_runs(pg_server["api_url"]))
+        long_state = _wait(lambda: next((r.state for r in asyncio.run(_flow_runs(pg_server))
                                          if r.id == long_run.id and r.state.is_final()), None),
                            LONG_RUN + 300, "the slow model's run to end", poll=5)
         long_seconds = time.monotonic() - long_started
@@ -223,7 +223,7 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
 
     try:
         # item 1: live runs are never declared dead; the rest of the server is never watched
-        runs = asyncio.run(_flow_runs(pg_server["api_url"]))
+        runs = asyncio.run(_flow_runs(pg_server))
         assert long_state.type == StateType.COMPLETED and long_seconds >= LONG_RUN, (long_state, long_seconds)
         (theirs,) = [r for r in runs if r.parameters == {"seconds": float(FOREIGN_SECONDS)}]
         assert theirs.state.is_completed(), theirs.state

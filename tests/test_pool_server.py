@@ -12,6 +12,9 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -32,10 +35,10 @@ def _swarm_evo(env: dict, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-async def _automations(api_url: str, name: str):
+async def _automations(server: dict, name: str):
     from prefect.client.orchestration import PrefectClient
 
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         return await client.read_automations_by_name(name), await client.read_work_pools()
 
 
@@ -50,7 +53,68 @@ def test_server_runs_on_postgresql_and_its_script_is_idempotent(pg_server):
     assert f"PREFECT_API_URL={pg_server['api_url']}" in out
     assert (pg_server["dir"] / "postgres" / "PG_VERSION").is_file()
     assert oct((pg_server["dir"] / "prefect-password").stat().st_mode & 0o777) == "0o600"
-    assert httpx.get(f"{pg_server['api_url']}/admin/version", timeout=10).status_code == 200
+    user, _, password = pg_server["env"]["PREFECT_API_AUTH_STRING"].partition(":")
+    assert httpx.get(f"{pg_server['api_url']}/admin/version", auth=(user, password), timeout=10).status_code == 200
+
+
+def _cmdlines_with(secrets: list[str]) -> list[str]:
+    """Command lines of every process now (``/proc/*/cmdline``) that hold one of ``secrets``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found += [text for secret in secrets if secret in text]
+    return found
+
+
+@pytest.mark.slow
+def test_the_server_answers_only_with_its_credentials_and_no_secret_is_on_a_command_line(pg_server):
+    """Issue 42, item 3: the API refuses requests without the generated credentials (health and
+    readiness probes aside); the credentials and the database password sit in mode-600 files and
+    never on a command line (``/proc/*/cmdline``, watched while the script sets the role's password
+    again and while the server runs); a client with PREFECT_API_AUTH_STRING works, one without fails."""
+    api, env, state = pg_server["api_url"], pg_server["env"], pg_server["dir"]
+    auth = (state / "prefect-api-auth").read_text().strip()
+    password = (state / "prefect-password").read_text().strip()
+    assert env["PREFECT_API_AUTH_STRING"] == auth and auth.startswith("swarm-evo:") and len(auth) > 40
+    for name in ("prefect-api-auth", "prefect-password"):
+        assert oct((state / name).stat().st_mode & 0o777) == "0o600", name
+    user, _, secret = auth.partition(":")
+    assert httpx.get(f"{api}/health", timeout=10).status_code == 200  # probes stay open
+    assert httpx.get(f"{api}/admin/version", timeout=10).status_code == 401
+    assert httpx.post(f"{api}/flow_runs/filter", json={}, timeout=10).status_code == 401
+    assert httpx.post(f"{api}/block_documents/filter", json={"include_secrets": True}, timeout=10).status_code == 401
+    assert httpx.get(f"{api}/admin/version", auth=(user, "wrong"), timeout=10).status_code == 401
+    assert httpx.get(f"{api}/admin/version", auth=(user, secret), timeout=10).status_code == 200
+    prefect = str(Path(sys.executable).parent / "prefect")
+    without = {k: v for k, v in env.items() if k != "PREFECT_API_AUTH_STRING"}
+    refused = subprocess.run([prefect, "work-pool", "ls"], env=without, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    allowed = subprocess.run([prefect, "work-pool", "ls"], env=env, capture_output=True, text=True, timeout=120)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.extend(_cmdlines_with([auth, secret, password]))
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:  # the role's password is set again (ALTER ROLE through psql) every time the script runs
+        again = subprocess.run(["bash", str(SCRIPT), "--postgres-only"], env=env, capture_output=True, text=True,
+                               timeout=60)
+    finally:
+        done.set()
+        watcher.join()
+    assert again.returncode == 0, again.stderr
+    assert not seen and not _cmdlines_with([auth, secret, password]), f"a secret on a command line: {seen[:3]}"
+    out = (state / "server.out").read_text()
+    assert secret not in out and password not in out
+    assert f'export PREFECT_API_AUTH_STRING="$(cat {state / "prefect-api-auth"})"' in out
 
 
 @pytest.mark.slow
@@ -67,7 +131,7 @@ def test_pool_setup_creates_the_pool_and_the_automation_once(pg_server):
     assert second.returncode == 0, second.stderr
     assert "work pool pool-a (process): already exists" in second.stdout
     assert "Crashed): already exists" in second.stdout
-    automations, pools = asyncio.run(_automations(pg_server["api_url"], AUTOMATION_NAME))
+    automations, pools = asyncio.run(_automations(pg_server, AUTOMATION_NAME))
     assert len(automations) == 1 and [p.name for p in pools].count("pool-a") == 1
     trigger = automations[0].trigger
     assert trigger.posture == "Proactive" and trigger.after == {HEARTBEAT_EVENT}

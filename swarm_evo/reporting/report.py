@@ -82,8 +82,10 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
     :meth:`Journal.submission_candidate`),
     ``llm`` (the ledger's totals, :meth:`swarm_evo.llm.ledger.LedgerSummary.report`),
     ``stop_reason`` (why the run stopped early, else None), ``improvements`` (per operation,
-    :func:`swarm_evo.reporting.operation_stats.improvements_by_operation`) and ``best_lineage``
-    (:func:`swarm_evo.reporting.operation_stats.best_lineage`)."""
+    :func:`swarm_evo.reporting.operation_stats.improvements_by_operation`), ``best_lineage``
+    (:func:`swarm_evo.reporting.operation_stats.best_lineage`), ``confinement`` and ``confined``
+    (what the sandbox confined, from the runtime probe; ``confined`` False: programs ran
+    unconfined, ``sandbox.allow_unconfined``)."""
     nodes = journal.nodes
     best = journal.best_node()
     chosen, why = hand_in if hand_in is not None else journal.submission_candidate()
@@ -122,6 +124,8 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
         "stop_reason": stop_reason,
         "improvements": improvements_by_operation(journal),
         "best_lineage": best_lineage(journal),
+        "confinement": (journal.info.get("runtime") or {}).get("confinement"),
+        "confined": (journal.info.get("runtime") or {}).get("confined", True),
     }
 
 
@@ -189,6 +193,8 @@ def final_report_markdown(
         lines += [f"**Handed in:** {node}: {hand_in['reason']}.", ""]
     if summary.get("stop_reason"):
         lines += [f"**Stopped early:** {summary['stop_reason']}.", ""]
+    if summary.get("confined") is False:  # sandbox.allow_unconfined on a host that cannot confine (issue 42)
+        lines += [f"**Warning: programs ran unconfined:** {summary.get('confinement')}.", ""]
     heading = "Grading report (private answers)" if summary.get("grade_report") else "Evaluation of the best program"
     lines += [f"## {heading}", "", "| field | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in grade.items() if not isinstance(v, dict)]

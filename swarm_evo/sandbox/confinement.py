@@ -5,8 +5,10 @@ Modes of the local backend (``LocalSandbox.last_mode``, else predicted for this 
 * ``namespaces``: the orchestrator is root; programs run as nobody in PID, mount, IPC and
   network namespaces, in a root file system made from an allow-list (:mod:`.supervisor_root`);
 * ``userns``: an ordinary user, the same inside a user namespace (programs keep the user's uid);
-* ``subreaper``: no namespaces (``isolate=False``, or the kernel refuses them): programs run as
-  the orchestrator's user and see and reach what it does.
+* ``subreaper``: no namespaces (``isolate=False``, or the kernel refuses them and
+  ``sandbox.allow_unconfined`` is true): programs run as the orchestrator's user and see and
+  reach what it does. Without ``allow_unconfined`` such a setup refuses to run programs
+  (:func:`cannot_confine`, issue 42).
 """
 
 from __future__ import annotations
@@ -16,9 +18,19 @@ import os
 import subprocess
 import sys
 
+from swarm_evo.sandbox.cgroup_home import cgroup_home
+
 ALLOW_LIST = "sees only input (read-only), its node directory, the interpreter and /usr, /etc, /lib*, /sys"
-NOT_CONFINED = ("NOT confined: programs can read the competition's answers and every host file their user can, "
-                "and reach the network and the host's services; use the Docker backend (sandbox.backend: docker)")
+NOT_CONFINED = ("NOT confined (sandbox.allow_unconfined): programs can read the competition's answers and every "
+                "host file their user can, and reach the network and the host's services (the Prefect API)")
+
+
+def cannot_confine(why: str) -> str:
+    """The refusal when the local backend cannot confine programs (``why``: what failed), naming the fixes."""
+    return (f"the local sandbox cannot confine programs here ({why}): they would read the competition's answers "
+            "and every host file, and reach the network and the Prefect API. Run as root or where user namespaces "
+            "are allowed, give the flow's container CAP_SYS_ADMIN (prefect.yaml, docker-gpu), use the Docker "
+            "backend (sandbox.backend: docker, --executor docker), or accept it: sandbox.allow_unconfined: true")
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,15 +57,36 @@ def local_mode(isolate: bool = True) -> str:
     return "userns" if user_namespaces_work() else "subreaper"
 
 
+def is_confined(sandbox) -> bool:
+    """False when programs of ``sandbox`` run unconfined (the local backend's ``subreaper`` mode)."""
+    if hasattr(sandbox, "client"):  # DockerSandbox
+        return True
+    return (getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))) != "subreaper"
+
+
+def describe_memory(sandbox) -> str:
+    """How the memory limit of ``sandbox`` applies: per container, per execution (a memory cgroup:
+    :mod:`.cgroup_home`) or per process (``RLIMIT_DATA``: no cgroup here)."""
+    limit = getattr(sandbox, "memory_limit_mb", None)
+    if hasattr(sandbox, "client"):  # DockerSandbox
+        return f"{limit} MiB per container"
+    home = cgroup_home()
+    if isinstance(home, str):
+        return f"{limit} MiB per process (RLIMIT_DATA; no memory cgroup: {home})"
+    return f"{limit} MiB per execution, scratch files included (cgroup v{home.version})"
+
+
 def describe_confinement(sandbox) -> str:
     """One line: what programs of ``sandbox`` (a ``LocalSandbox`` or ``DockerSandbox``) can see
-    and reach, e.g. ``namespaces (root, programs as nobody): sees only ...; network: none``."""
+    and reach, and how their memory is bounded, e.g. ``namespaces (root, programs as nobody):
+    sees only ...; network: none; memory: 4096 MiB per execution, ...``."""
     network = "the host's (sandbox.network)" if getattr(sandbox, "network", False) else "none"
+    memory = f"; memory: {describe_memory(sandbox)}"
     if hasattr(sandbox, "client"):  # DockerSandbox
-        return f"container: sees only /workspace (its node directory) and input (read-only); network: {network}"
+        return f"container: sees only /workspace (its node directory) and input (read-only); network: {network}{memory}"
     mode = getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))
     if mode == "namespaces":
-        return f"namespaces (root, programs run as nobody): {ALLOW_LIST}; network: {network}"
+        return f"namespaces (root, programs run as nobody): {ALLOW_LIST}; network: {network}{memory}"
     if mode == "userns":
-        return f"user namespace (programs run as uid {os.getuid()}): {ALLOW_LIST}; network: {network}"
-    return NOT_CONFINED
+        return f"user namespace (programs run as uid {os.getuid()}): {ALLOW_LIST}; network: {network}{memory}"
+    return NOT_CONFINED + memory

@@ -34,6 +34,9 @@ def threads_per_execution(parallel_workers: int) -> int:
 def make_sandbox(config: RunConfig) -> Sandbox:
     """The execution backend named by ``config.sandbox.backend`` (SPEC §10).
 
+    The local backend refuses, at its first execution, to run programs it cannot confine unless
+    ``sandbox.allow_unconfined`` (:func:`swarm_evo.sandbox.confinement.cannot_confine`).
+
     Raises:
         SandboxUnavailableError: docker backend with no daemon or no image (names the fix).
     """
@@ -67,4 +70,5 @@ def make_sandbox(config: RunConfig) -> Sandbox:
         shm_size_mb=cfg.shm_size_mb,
         disk_limit_mb=cfg.disk_limit_mb,
         network=cfg.network,
+        allow_unconfined=cfg.allow_unconfined,
     )

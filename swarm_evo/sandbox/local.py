@@ -4,47 +4,41 @@ The program runs as ``python solution.py`` with the node directory as cwd, under
 supervisor (:mod:`swarm_evo.sandbox.supervisor`, run by path with the sandbox interpreter)
 that enforces the timeout and guarantees that nothing the program started outlives it:
 
-* **Process tree.** When the orchestrator runs as root, the program runs in its own PID
-  namespace: when it ends, times out, or the run process itself is SIGKILLed, the kernel
-  kills every process it left, daemons included (``setsid``, double forks). Otherwise the
-  supervisor is a child subreaper and kills the program's descendants pass after pass.
-* **User, file system, network** (issue 32). As root, the program runs as ``nobody`` (uid/gid
-  65534, no supplementary groups, no new privileges; its node directory is handed over to
-  nobody for the execution and taken back after); as an ordinary user, in a user namespace
-  with the user's own uid. Either way it runs in a root file system made from an allow-list
+* **Process tree.** The program runs in its own PID namespace: when it ends, times out, or
+  the run process is SIGKILLed, the kernel kills every process it left, daemons included.
+* **User, file system, network** (issue 32). As root, the program runs as ``nobody`` (no
+  supplementary groups, no new privileges; its node directory is handed over to nobody for the
+  execution and taken back after); as an ordinary user, in a user namespace with the user's
+  own uid. Either way in a root file system made from an allow-list
   (:mod:`~swarm_evo.sandbox.supervisor_root`): its node directory, the public data behind
-  ``input`` (read-only), the interpreter's directories and the system directories
-  (read-only), private size-limited ``/tmp``, ``/var/tmp``, ``/dev/shm``; ``HOME`` is
-  ``working/.home``. The answers next to the public data, other nodes, the journal, home
-  directories and caches are simply not there. Its network namespace has only a loopback
-  of its own (``network=True``: the host's). The public data must be readable by others when
-  root. **Limitation:** where the kernel refuses user namespaces (or ``isolate=False``) the
-  program runs as the orchestrator's own user with its file and network access; one warning
-  per run says so (only the Docker backend confines it then).
+  ``input`` (read-only), the interpreter's and the system directories (read-only), private
+  size-limited ``/tmp``, ``/var/tmp``, ``/dev/shm``; ``HOME`` is ``working/.home``. The
+  answers, other nodes, the journal, home directories and caches are not there. Its network
+  namespace has only a loopback of its own (``network=True``: the host's). As root the public
+  data must be readable by others. **Where the namespaces cannot be made** (a kernel that
+  refuses user namespaces, a container without CAP_SYS_ADMIN) the execution is refused with
+  :class:`~swarm_evo.sandbox.base.SandboxUnavailableError` (issue 42) unless
+  ``allow_unconfined``: then the program runs as the orchestrator's user with its files and
+  network, under a subreaper, with one warning per run.
 * **Limits.** ``RLIMIT_NPROC`` (the processes the program's user already has plus
-  ``pids_limit``: a fork bomb gets EAGAIN), ``RLIMIT_DATA`` (``memory_limit_mb``, default host
-  memory / parallel workers: a memory hog gets ``MemoryError``; ``RLIMIT_DATA`` rather than
-  ``RLIMIT_AS`` because the thread stacks and allocator arenas that multi-threaded numerical
-  libraries reserve count fully against address space: a scikit-learn + LightGBM program
-  with 8 threads measured VmSize 1.25 GB, VmData 370 MB, RSS 190 MB), no core dumps, and
-  ``oom_score_adj`` 1000 (if the host runs out of memory first, its OOM killer takes the
-  program, reported as ``MemoryError``, not the run process); ``disk_limit_mb``: no file
-  larger (``RLIMIT_FSIZE``) and no more in the node directory (a watcher stops the program:
-  ``DiskLimitError``, :mod:`swarm_evo.sandbox.disk_limit`). Note that
-  ``RLIMIT_NPROC`` is per user and not enforced for root (the fallback below).
+  ``pids_limit``: a fork bomb gets EAGAIN; not enforced for root); memory
+  (``memory_limit_mb``, default host memory / parallel workers): a memory cgroup per execution
+  where the host has one (:mod:`~swarm_evo.sandbox.memory_cgroup`: its processes and its
+  ``/tmp``, ``/var/tmp``, ``/dev/shm`` files together; the first OOM kill stops the whole
+  execution, ``MemoryError``), else only ``RLIMIT_DATA`` per process, with one warning per run
+  (also set with a cgroup: one process past it gets Python's ``MemoryError``; ``RLIMIT_DATA``
+  rather than ``RLIMIT_AS``: thread stacks and allocator arenas of numerical libraries count
+  fully against address space); no core dumps; ``oom_score_adj`` 1000; ``disk_limit_mb``: no
+  file larger (``RLIMIT_FSIZE``) and no more in the node directory (``DiskLimitError``,
+  :mod:`swarm_evo.sandbox.disk_limit`).
 * **Output.** stdout and stderr are pipes read by the run process: each keeps at most
   ``max_log_bytes`` (head, ``[... N bytes truncated ...]``, tail) in ``stdout.txt`` /
-  ``stderr.txt``, written after the run without following links the program planted, so
-  gigabytes of output cost neither disk nor memory.
-* **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.env_scrub.scrub_env`); as
-  ``nobody`` in its PID namespace the program cannot read other processes' environments.
+  ``stderr.txt``, written after the run without following links the program planted.
+* **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.env_scrub.scrub_env`).
 
 ``exec_time`` is the program's wall time measured by the supervisor from just before its fork
-to its exit (namespace setup and interpreter startup of the supervisor are outside it).
-Fallbacks: an orchestrator that may not create namespaces (a container without
-CAP_SYS_ADMIN, a kernel without unprivileged user namespaces) gets the subreaper and a warning
-that programs are not confined; as root, when nobody cannot reach the interpreter or the node
-directory, it keeps running programs as root.
+to its exit. As root, when nobody cannot reach the interpreter or the node directory (no
+mount namespace), programs keep running as root.
 """
 
 from __future__ import annotations
@@ -70,8 +64,10 @@ from swarm_evo.sandbox.base import (
     WORKING_DIR,
     ExecutionResult,
     SandboxError,
+    SandboxUnavailableError,
     default_memory_limit_mb,
 )
+from swarm_evo.sandbox.confinement import cannot_confine
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import result_from_captures
 from swarm_evo.sandbox.output import OutputCapture, pump
@@ -82,6 +78,7 @@ from swarm_evo.sandbox.workdir import (
     take_back_workdir,
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
+from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +144,9 @@ class LocalSandbox:
 
     Args:
         max_output_bytes: cap on each of stdout, stderr and term_out kept in the result (bytes).
-        memory_limit_mb: data-segment limit (``RLIMIT_DATA``, MiB) of the program; default
-            80 % of host memory / ``parallel_workers`` (the Docker backend's rule). Allocations past
-            it raise ``MemoryError`` in the program.
+        memory_limit_mb: memory (MiB) of one execution, its processes and scratch files together
+            (a memory cgroup; without one ``RLIMIT_DATA`` per process); default 80 % of host
+            memory / ``parallel_workers`` (the Docker backend's rule). Past it: ``MemoryError``.
         python: interpreter that runs the program and the supervisor (default: the current).
         num_threads: BLAS/OpenMP thread counts exported to the program (default: CPU count;
             variables already set in the environment are kept).
@@ -160,7 +157,7 @@ class LocalSandbox:
         max_log_bytes: cap of each of ``stdout.txt``/``stderr.txt`` on disk (bytes; default
             ``10 * max_output_bytes``, at least ``max_output_bytes``).
         tmp_size_mb, shm_size_mb: sizes of the private ``/tmp`` (and ``/var/tmp``) and
-            ``/dev/shm`` tmpfs (root only; they count against host memory, not the limit).
+            ``/dev/shm`` tmpfs (namespace modes; they count against the memory limit with a cgroup).
         isolate: run programs as nobody in namespaces when root (default True; False keeps the
             old behaviour: the caller's user, process group and subreaper only).
         disk_limit_mb: space (MiB) the program may fill in its node directory, and the largest
@@ -168,6 +165,8 @@ class LocalSandbox:
             ``DiskLimitError`` (:mod:`swarm_evo.sandbox.disk_limit`).
         network: keep the host's network (no network namespace; ``sandbox.network``). By
             default a program has a loopback of its own and reaches nothing of the host's.
+        allow_unconfined: where the namespaces cannot be made, run programs unconfined (with a
+            warning) instead of refusing (``sandbox.allow_unconfined``; default False).
 
     Raises:
         ValueError: ``max_output_bytes`` < 1024.
@@ -196,6 +195,7 @@ class LocalSandbox:
         isolate: bool = True,
         disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
         network: bool = False,
+        allow_unconfined: bool = False,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -211,6 +211,7 @@ class LocalSandbox:
         self.isolate = bool(isolate)
         self.disk_limit_mb = int(disk_limit_mb)
         self.network = bool(network)
+        self.allow_unconfined = bool(allow_unconfined)
 
     def command(self) -> list[str]:
         """The argv of the program itself (run by the supervisor in the node directory)."""
@@ -254,7 +255,7 @@ class LocalSandbox:
             remove_escaping_links(workdir, public_dir)
 
     def _config(self, workdir: Path, public_dir: Path, user, timeout: float, status_fd: int,
-                python_paths: tuple[str, ...]) -> dict:
+                python_paths: tuple[str, ...], memory: ExecutionMemory) -> dict:
         uid = user[0] if user is not None else os.getuid()
         return {
             "argv": self.command(),
@@ -266,7 +267,9 @@ class LocalSandbox:
             "gid": user[1] if user is not None else None,
             "namespaces": self.isolate,
             "network": self.network,
-            "memory_bytes": self.memory_limit_mb * 1024 * 1024,
+            "allow_unconfined": self.allow_unconfined,
+            "memory_bytes": self.memory_limit_mb * 1024 * 1024,  # RLIMIT_DATA per process (the cgroup: all)
+            "cgroup_procs": memory.procs_file,
             "nproc": process_count(uid) + self.pids_limit if uid != 0 else None,
             "fsize_bytes": self.disk_limit_mb * 1024 * 1024,
             "readonly": [str(Path(public_dir).resolve())] if public_dir is not None else [],
@@ -277,8 +280,16 @@ class LocalSandbox:
 
     def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner) -> ExecutionResult:
         python_paths = interpreter_paths(self.python)  # SandboxError here, before any descriptor is open
+        memory = ExecutionMemory(self.memory_limit_mb, _warn_once)  # SandboxError: a cgroup could not be made
+        try:
+            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory)
+        finally:
+            memory.close()
+
+    def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
+                   python_paths: tuple[str, ...], memory: ExecutionMemory) -> ExecutionResult:
         status_r, status_w = os.pipe()
-        cfg = self._config(workdir, public_dir, user, timeout, status_w, python_paths)
+        cfg = self._config(workdir, public_dir, user, timeout, status_w, python_paths, memory)
         # Past the disk limit: SIGTERM the supervisor, which ends the whole program tree
         # (namespace mode: its init is killed; subreaper mode: the wait loop kills the tree).
         # Made before the program starts: it measures what the directory holds already.
@@ -305,7 +316,7 @@ class LocalSandbox:
         threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
         backstop = False
         try:
-            with watcher:
+            with watcher, memory.watch(on_oom=lambda: _stop(proc, signal.SIGTERM)):
                 report_bytes, backstop = _read_report(status_r, started + timeout + BACKSTOP_SECONDS)
                 if backstop:
                     _stop(proc, signal.SIGKILL)
@@ -326,11 +337,13 @@ class LocalSandbox:
         report = _parse_report(report_bytes)
         if backstop:
             report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": True}
-        elif watcher.tripped and not (report and report.get("status") is not None):
-            # stopped at the disk limit: the namespace supervisor dies without a report
+        elif (watcher.tripped or memory.oom_killed) and not (report and report.get("status") is not None):
+            # stopped at the disk limit or the first OOM kill: the namespace supervisor dies without a report
             report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": False}
         elif report is None or report.get("error"):
             detail = (report or {}).get("error") or f"no report (exit {proc.returncode})"
+            if report and report.get("unconfinable"):
+                raise SandboxUnavailableError(cannot_confine(detail.split("Unconfinable: ", 1)[-1]))
             raise SandboxError(f"local sandbox failed: {detail}; stderr: {err.data()[-2000:].decode(errors='replace')}")
         self.last_mode = report.get("mode")
         for warning in report.get("warnings") or []:
@@ -349,7 +362,7 @@ class LocalSandbox:
             owner=owner,
         )
         # a stop by the watcher before the timeout is not a timeout (the supervisor's timer starts later)
-        return classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=started + timeout)
+        return memory.classify(classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=started + timeout))
 
 
 def _read_report(fd: int, deadline: float) -> tuple[bytes, bool]:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from swarm_evo.sandbox.confinement import describe_confinement, is_confined
+
 PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "lightgbm", "xgboost", "catboost", "optuna",
             "pillow", "scikit-image", "torch", "torchvision", "timm")
 """Packages reported to the model when the runtime has them (distribution names, as pip lists them)."""
@@ -42,7 +44,20 @@ for name in PACKAGES:
             pass
 
 def cgroup_memory_mb():
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    # the program's own cgroup first (the local backend's per-execution cgroup), then the root of the mount (a container)
+    own = {}
+    try:
+        for line in open("/proc/self/cgroup"):
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            own["2" if controllers == "" else ("1" if "memory" in controllers.split(",") else "")] = path.strip("/")
+    except OSError:
+        pass
+    paths = []
+    for version, top, name in (("1", "/sys/fs/cgroup/memory", "memory.limit_in_bytes"), ("2", "/sys/fs/cgroup", "memory.max")):
+        parts = own.get(version, "").split("/") if own.get(version) else []
+        # a container shows its own cgroup as the mount's root: try the path's tails too
+        paths += [os.path.join(top, *parts[i:], name) for i in range(len(parts) + 1)]
+    for path in paths:
         try:
             raw = open(path).read().strip()
         except OSError:
@@ -101,7 +116,10 @@ class RuntimeInfo(BaseModel):
 
     Fields: ``python`` version; ``executable`` (the interpreter's path as the program sees it); ``machine`` (e.g. ``x86_64``); ``cores`` visible; ``cpu_limit``
     (CPUs of a cgroup quota, or None); ``memory_limit_mb`` (cgroup limit, or None);
-    ``gpus`` (``"name, memory"`` per GPU from nvidia-smi); ``packages`` (name -> version).
+    ``gpus`` (``"name, memory"`` per GPU from nvidia-smi); ``packages`` (name -> version);
+    ``confinement`` (what the sandbox confines, :func:`~swarm_evo.sandbox.confinement.describe_confinement`,
+    set by :func:`describe_runtime`) and ``confined`` (False: programs ran unconfined,
+    ``sandbox.allow_unconfined``).
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -114,6 +132,8 @@ class RuntimeInfo(BaseModel):
     memory_limit_mb: int | None = None
     gpus: list[str] = []
     packages: dict[str, str] = {}
+    confinement: str = ""
+    confined: bool = True
 
     @property
     def device(self) -> str:
@@ -155,7 +175,8 @@ def describe_runtime(sandbox, timeout: float = 120.0) -> RuntimeInfo:
     Uses a throw-away work directory and an empty public directory under the system temp dir.
 
     Raises:
-        SandboxError (or a subclass): the sandbox itself failed (daemon, image, GPU runtime).
+        SandboxError (or a subclass): the sandbox itself failed (daemon, image, GPU runtime),
+            or cannot confine programs (``SandboxUnavailableError``, unless ``sandbox.allow_unconfined``).
         RuntimeProbeError: the program ran but failed or printed nothing usable; the message
             holds the end of its output.
     """
@@ -168,4 +189,5 @@ def describe_runtime(sandbox, timeout: float = 120.0) -> RuntimeInfo:
         raise RuntimeProbeError(
             f"the runtime probe failed ({result.exc_type}: {result.exc_info}); output:\n{result.term_out[-2000:]}"
         )
-    return parse_probe_output(result.stdout)
+    info = parse_probe_output(result.stdout)
+    return info.model_copy(update={"confinement": describe_confinement(sandbox), "confined": is_confined(sandbox)})

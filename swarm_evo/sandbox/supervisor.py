@@ -22,15 +22,16 @@ program started survives it:
   namespace's processes only, every mount but the work directory and the scratch tmpfs is
   read-only (issue 18), System V IPC and POSIX message queues die with the program, and its
   network is a loopback of its own unless ``network`` (issue 32).
-* **subreaper** (fallback: no privilege for namespaces): the supervisor sets
-  ``PR_SET_CHILD_SUBREAPER`` so that orphans re-parent to it and, when the program ends, kills
-  its process group and then every remaining descendant, pass after pass, until ``waitpid``
-  reports no child. The program can kill its supervisor when both run as the same user.
+* **subreaper** (no privilege for namespaces: refused, :class:`Unconfinable`, unless the config
+  says ``allow_unconfined``; or ``namespaces`` false): the supervisor sets
+  ``PR_SET_CHILD_SUBREAPER`` so that orphans re-parent to it and, when the program ends, kills its
+  process group, then every remaining descendant, pass after pass, until ``waitpid`` reports no child.
 
 The program itself runs in a new session (``setsid``), first in line for the host's OOM killer
-(``oom_score_adj`` 1000), with ``RLIMIT_CORE`` 0, ``RLIMIT_DATA`` (memory),
-``RLIMIT_NPROC`` (fork bombs), ``RLIMIT_FSIZE`` (``fsize_bytes``: no file larger than the disk limit) and, when ``uid`` is given (the caller is root), as that user
-with no supplementary groups and ``PR_SET_NO_NEW_PRIVS``. A user other than root cannot
+(``oom_score_adj`` 1000), in the execution's memory cgroup when there is one (``cgroup_procs``,
+joined by the supervisor first), with ``RLIMIT_DATA``, ``RLIMIT_CORE`` 0, ``RLIMIT_NPROC``,
+``RLIMIT_FSIZE`` (no file larger than the disk limit) and, when ``uid`` is given (the caller is
+root), as that user with no supplementary groups and ``PR_SET_NO_NEW_PRIVS``. A user other than root cannot
 traverse directories such as ``/root`` or pytest's ``/tmp/pytest-of-root`` (mode 700): in
 namespace mode the directories on the way to a path the program needs are empty directories
 of the allow-list root, so it reaches the path and nothing else. The needed paths themselves
@@ -38,9 +39,9 @@ keep their modes: as root (program user nobody) the public data must be readable
 (``o+r``, ``o+x`` on directories).
 
 Report (one JSON object, written once): ``status`` (raw ``waitpid`` status of the program or
-None), ``exec_time`` (s, from just before the program's fork to its exit or kill),
-``timed_out``, ``mode`` (``"namespaces"``/``"userns"``/``"subreaper"``), ``uid`` (the program's), and
-``error`` (a failure of the sandbox itself: exec or mount failure) or None; ``warnings``.
+None), ``exec_time`` (s, from just before the program's fork to its exit or kill), ``timed_out``,
+``mode`` (``"namespaces"``/``"userns"``/``"subreaper"``), ``uid`` (the program's), ``error`` (a
+failure of the sandbox itself: exec or mount failure) or None, ``unconfinable``; ``warnings``.
 """
 
 from __future__ import annotations
@@ -56,14 +57,14 @@ import traceback
 
 if __package__:  # imported as swarm_evo.sandbox.supervisor
     from .supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-        blocked_dirs, prctl, python_paths, unshare)
+        Unconfinable, blocked_dirs, join_cgroup, prctl, python_paths, unshare)
     from .supervisor_root import build_root, enter_user_namespace
 else:  # run by path (python -I: no sys.path entry for this directory); gone again before
     # python_paths() reads sys.path, so the program's mounts do not change
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     try:
         from supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-            blocked_dirs, prctl, python_paths, unshare)
+            Unconfinable, blocked_dirs, join_cgroup, prctl, python_paths, unshare)
         from supervisor_root import build_root, enter_user_namespace
     finally:
         sys.path.pop()
@@ -252,11 +253,9 @@ def supervise(cfg: dict, in_pidns: bool, wake_fd: int | None = None) -> dict:
             # the program ended (pidfd readable) but waitpid has not seen it yet
             _, status = os.waitpid(pid, 0)
             end = time.monotonic()
-    if status is None:
-        end = time.monotonic()
+    end = end if status is not None else time.monotonic()
     final = _kill_all(pid, in_pidns)
-    if status is None:
-        status = final
+    status = final if status is None else status
     return {"status": status, "exec_time": end - start, "timed_out": timed_out,
             "interrupted": interrupted, "error": None}
 
@@ -335,14 +334,15 @@ def _run_subreaper(cfg: dict, wake_fd: int) -> dict:
 def main(argv: list[str]) -> int:
     """Entry point: ``argv[1]`` is the JSON configuration written by ``LocalSandbox._config``
     (``argv``, ``workdir``, ``timeout`` s, ``status_fd``, ``parent_pid``, ``uid``/``gid`` or
-    None, ``namespaces``, ``network``, ``memory_bytes``, ``nproc``, ``fsize_bytes``, ``readonly`` paths, ``tmp_size_mb``,
-    ``shm_size_mb``). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
+    None, ``namespaces``, ``network``, ``memory_bytes``, ``cgroup_procs``, ``nproc``, ``fsize_bytes``, ``readonly``
+    paths, ``tmp_size_mb``, ``shm_size_mb``). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
     when the run process was already gone."""
     cfg = json.loads(argv[1])
     status_fd = int(cfg["status_fd"])
     os.set_inheritable(status_fd, False)
     report: dict
     try:
+        join_cgroup(cfg.get("cgroup_procs"))  # first: everything the execution starts is counted
         in_pidns = False
         if cfg.get("namespaces"):
             try:
@@ -352,11 +352,12 @@ def main(argv: list[str]) -> int:
                 unshare(CLONE_NEWPID)
                 in_pidns = True
             except OSError as exc:
-                cfg.setdefault("warnings", []).append(
-                    f"no {'user' if os.getuid() != 0 and not cfg.get('userns') else 'PID'} namespace ({exc}): "
-                    "programs are NOT confined: they can read the competition's answers and every host file "
-                    "their user can, and reach the host's network and services; use the Docker backend "
-                    "(sandbox.backend: docker)")
+                why = f"no {'user' if os.getuid() != 0 and not cfg.get('userns') else 'PID'} namespace ({exc})"
+                if not cfg.get("allow_unconfined"):  # refuse: no program runs unconfined unless allowed
+                    raise Unconfinable(why) from None
+                cfg.setdefault("warnings", []).append(f"{why}: programs are NOT confined (sandbox.allow_unconfined): "
+                    "they can read the competition's answers and every host file their user can, and reach the "
+                    "host's network and services")
         # Die with the run process: SIGKILL in namespace mode (the init follows, the kernel
         # empties the namespace); SIGTERM in subreaper mode (the wait loop kills the tree).
         wake_fd = None
@@ -386,7 +387,7 @@ def main(argv: list[str]) -> int:
         report["warnings"] = cfg.get("warnings", []) + report.get("warnings", [])
         report["uid"] = cfg.get("uid") if cfg.get("uid") is not None else os.getuid()
     except BaseException as exc:  # noqa: BLE001 - reported to the run process
-        report = {"status": None, "exec_time": 0.0, "timed_out": False,
+        report = {"status": None, "exec_time": 0.0, "timed_out": False, "unconfinable": isinstance(exc, Unconfinable),
                   "error": f"sandbox supervisor failed: {type(exc).__name__}: {exc}",
                   "trace": traceback.format_exc(limit=5)}
     data = json.dumps(report).encode()

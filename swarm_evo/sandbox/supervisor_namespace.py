@@ -63,6 +63,18 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
            f"mount {source or ''} on {target}")
 
 
+class Unconfinable(OSError):
+    """The namespaces that confine a program cannot be made here, and ``allow_unconfined`` is off."""
+
+
+def join_cgroup(procs_file: str | None) -> None:
+    """Move this process into the cgroup whose ``cgroup.procs`` is ``procs_file`` (None: stay).
+    Its children are born there. Raises OSError."""
+    if procs_file:
+        with open(procs_file, "w") as fh:
+            fh.write(str(os.getpid()))
+
+
 def _traversable(st: os.stat_result, uid: int, gid: int) -> bool:
     """Whether ``uid``/``gid`` (no supplementary groups) may search a directory (mode bits)."""
     if uid == 0:

@@ -32,6 +32,7 @@ capability left after ``execve`` and cannot undo a mount.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import glob
 import os
@@ -50,6 +51,7 @@ else:  # run by path: the supervisor put this directory on sys.path
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MNT_DETACH = 2
+MS_MOVE = 0x2000
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 """Host directories every program sees (read-only); links among them are recreated as links."""
@@ -87,13 +89,24 @@ def loopback_up() -> None:
 
 
 def _pivot_root(new_root: str) -> None:
-    """Make ``new_root`` (a mount point) the root and detach the old one (``pivot_root(".", ".")``)."""
+    """Make ``new_root`` (a mount point) the root and detach the old one (``pivot_root(".", ".")``).
+
+    Where a seccomp filter refuses ``pivot_root`` (Docker's default profile does, also with
+    CAP_SYS_ADMIN: the ``docker-gpu`` flow container) the new root is moved over ``/`` and
+    entered with ``chroot``, as ``switch_root`` does: the old root stays below it, reachable by no
+    path and by no process (the program runs without capabilities, in its own PID namespace).
+    """
     os.chdir(new_root)
     number = _SYS_PIVOT_ROOT.get(platform.machine())
     if number is None:
         raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
-    _check(_libc.syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)), "umount old root")
+    if _libc.syscall(ctypes.c_long(number), b".", b".") == 0:
+        _check(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)), "umount old root")
+    elif ctypes.get_errno() == errno.EPERM:
+        mount(".", "/", None, MS_MOVE)
+        os.chroot(".")
+    else:
+        _check(-1, "pivot_root")
     os.chdir("/")
 
 
