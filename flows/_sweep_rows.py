@@ -21,7 +21,7 @@ from prefect.exceptions import MissingContextError
 from swarm_evo.competition import CompetitionError, load_competition
 from swarm_evo.evaluation import ProblemError, load_problem
 from swarm_evo.objective.load import stored_competition
-from swarm_evo.reporting.report import RESULT_FILE
+from swarm_evo.population.journal import RESULT_FILE
 from swarm_evo.store import StoreError, is_url
 from swarm_evo.sweeps import sweep, sweep_problems
 from swarm_evo.sweeps.sweep_store import SweepStore

@@ -314,9 +314,10 @@ class RunMirror:
 
     def _skip(self, rel: str, signature: tuple[int, int], reason: str) -> None:
         self._sent[rel] = signature  # not tried again until it changes
-        if self.stats.skipped.get(rel) != reason:
-            logger.warning("not mirrored to %s: %s (%s)", self.target.url, rel, reason)
-        self.stats.skipped[rel] = reason
+        shown = printable(rel)  # a program chose the name: no lone surrogate reaches a log or a report
+        if self.stats.skipped.get(shown) != reason:
+            logger.warning("not mirrored to %s: %s (%s)", self.target.url, shown, reason)
+        self.stats.skipped[shown] = reason
 
     def _file_failed(self, rel: str, signature: tuple[int, int], exc: Exception) -> None:
         """One file's upload failed: skipped and recorded after :data:`FILE_ATTEMPTS` syncs in a
@@ -344,6 +345,12 @@ class RunMirror:
 
     def _put(self, rel: str, source) -> None:
         put_object(self.target, rel, source, self._made_dirs)
+
+
+def printable(rel: str) -> str:
+    """``rel`` as text any log handler or JSON encoder takes: bytes of a name that is not UTF-8
+    (held as lone surrogates by ``os`` functions) shown as ``\\xe9`` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _is_temporary(rel: str) -> bool:
