@@ -12,10 +12,16 @@ host without the NVIDIA runtime) and runs the hunt there through the sandbox the
 Before issue 42 that container's programs ran "NOT confined" and found the answers of the
 mounted data directory and reached the Prefect API.
 
-The flow image is built by ``deployments/build-flow-image-offline.sh`` (kept while the sources are
-unchanged; ≈ 3 min the first time). Without the deployment's capabilities the same container
-refuses to run programs; with ``sandbox.allow_unconfined`` it runs them, says so, and the same
-hunt finds the answers (the probes are not vacuous there).
+What the container runs is the deployment's image as this machine can make it without the
+package index (which no test may use): the sandbox image (built offline by ``.ci/run``) with this
+checkout, its virtual environments and their interpreter mounted read-only at their own paths,
+the same project and program environment ``deployments/flow.Dockerfile`` installs into the real
+image (``deployments/build-flow-image-offline.sh`` builds that one, ≈ 3 min with the index). What
+confines is the container's settings (the job variables: capabilities, volumes, shared memory,
+network) and the local backend inside it; both are the deployment's own here. Without the
+deployment's capabilities the same container refuses to run programs; with
+``sandbox.allow_unconfined`` it runs them, says so, and the same hunt finds the answers (the
+probes are not vacuous there).
 """
 
 from __future__ import annotations
@@ -125,37 +131,41 @@ class _Result:
 
 
 @pytest.fixture(scope="module")
-def flow_image(docker_client) -> str:
-    """The docker deployment's image, built (or found up to date) by the offline build script."""
+def flow_image(docker_client) -> dict:
+    """The docker deployment's runtime (see the module): ``{"image", "volumes", "python"}``."""
+    from swarm_evo.sandbox import DEFAULT_IMAGE
+
     [image] = {d["work_pool"]["job_variables"]["image"] for d in deployments("docker")}
-    done = subprocess.run(["bash", str(REPO / "deployments" / "build-flow-image-offline.sh"), image],
-                          capture_output=True, text=True, timeout=1500)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return image
+    assert image == "swarm-evo-flow:latest" and "-f deployments/flow.Dockerfile" in (REPO / "prefect.yaml").read_text()
+    docker_client.images.get(DEFAULT_IMAGE)  # fails (never skips) when .ci/run's image is missing
+    return {"image": DEFAULT_IMAGE, "python": sys.executable,
+            "volumes": [f"{path}:{path}:ro" for path in sorted({sys.base_prefix, str(REPO)})]}
 
 
 def _nvidia_runtime(client) -> bool:
     return "nvidia" in (client.info().get("Runtimes") or {})
 
 
-def container_settings(deployment: dict, checkout: Path, api_url: str, client, drop: tuple[str, ...] = ()) -> dict:
-    """``containers.create`` arguments for the deployment, as prefect-docker's worker makes them."""
+def container_settings(deployment: dict, checkout: Path, api_url: str, client, runtime: dict,
+                       drop: tuple[str, ...] = ()) -> dict:
+    """``containers.create`` arguments for the deployment, as prefect-docker's worker makes them,
+    on ``runtime`` (:func:`flow_image`) instead of the image."""
     jv = deployment["work_pool"]["job_variables"]
-    volumes = [v.replace("{{ $PWD }}", str(checkout)) for v in jv.get("volumes") or []]
+    volumes = [v.replace("{{ $PWD }}", str(checkout)) for v in jv.get("volumes") or []] + runtime["volumes"]
     kwargs = dict(jv.get("container_create_kwargs") or {})
     if not _nvidia_runtime(client):  # "could not select device driver": the GPU request is left out here
         assert kwargs.pop("device_requests"), "the docker deployment asks for the GPUs"
     for key in drop:
         kwargs.pop(key)
     host = urlparse(api_url).hostname
-    return dict(image=jv["image"], volumes=volumes, network_mode="host" if host in ("127.0.0.1", "localhost") else None,
+    return dict(image=runtime["image"], volumes=volumes, network_mode="host" if host in ("127.0.0.1", "localhost") else None,
                 environment={"PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
                 working_dir=deployment["pull"][0]["prefect.deployments.steps.set_working_directory"]["directory"],
                 **kwargs)
 
 
 def run_in_flow_container(client, deployment: dict, world: World, checkout: Path, api_url: str,  # noqa: F811
-                          drop: tuple[str, ...] = (), overrides: dict | None = None) -> dict:
+                          runtime: dict, drop: tuple[str, ...] = (), overrides: dict | None = None) -> dict:
     """The hunt through the flow's sandbox in the deployment's container; INNER's result."""
     name = f"{deployment['name']}-{uuid.uuid4().hex[:6]}"
     inside = World(Path(CHECKOUT), Path(CHECKOUT) / world.public.relative_to(checkout),
@@ -164,8 +174,8 @@ def run_in_flow_container(client, deployment: dict, world: World, checkout: Path
     args = {"marker": world.marker, "executor": (deployment.get("parameters") or {}).get("executor") or "local",
             "overrides": overrides or {}, "code": inside.code(), "timeout": TIMEOUT,
             "workdir": f"{CHECKOUT}/runs/{name}/node", "public": str(inside.public)}
-    settings = container_settings(deployment, checkout, api_url, client, drop)
-    container = client.containers.create(command=["python", "-c", INNER, json.dumps(args)], **settings)
+    settings = container_settings(deployment, checkout, api_url, client, runtime, drop)
+    container = client.containers.create(command=[runtime["python"], "-c", INNER, json.dumps(args)], **settings)
     try:
         container.start()
         status = container.wait(timeout=TIMEOUT + 120)
@@ -190,7 +200,7 @@ def checkout(stand_in_server, prefect_api_url):  # noqa: F811
 @pytest.mark.parametrize("deployment", deployments("docker"), ids=lambda d: d["name"])
 def test_docker_pool_deployment_confines_its_programs(deployment, flow_image, docker_client, checkout: World,
                                                       prefect_api_url):
-    out = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url)
+    out = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url, flow_image)
     assert "error" not in out, out
     probes = probes_of(f"deployment {deployment['name']} (flow container)", _Result(out))
     assert_confined(probes)
@@ -206,12 +216,12 @@ def test_flow_container_without_the_capabilities_refuses_or_warns(flow_image, do
     to run programs; with ``sandbox.allow_unconfined`` it runs them unconfined, says so, and the
     hunt finds the answers."""
     [deployment] = [d for d in deployments("docker") if d["name"] == "docker-gpu"]
-    refused = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url,
+    refused = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url, flow_image,
                                     drop=("cap_add",))
     assert refused.get("error", "").startswith("SandboxUnavailableError"), refused
     for words in ("cannot confine", "CAP_SYS_ADMIN", "sandbox.allow_unconfined: true"):
         assert words in refused["error"], refused["error"]
-    allowed = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url,
+    allowed = run_in_flow_container(docker_client, deployment, checkout, checkout.root, prefect_api_url, flow_image,
                                     drop=("cap_add",), overrides={"sandbox.allow_unconfined": True})
     assert "error" not in allowed, allowed
     probes = probes_of("deployment docker-gpu without capabilities, allow_unconfined", _Result(allowed))
@@ -236,11 +246,12 @@ def test_a_run_in_a_flow_container_that_cannot_confine_stops_or_warns_in_its_fir
         assert main(["prepare", "sklearn-diabetes", "--data-dir", str(checkout / "data")]) == 0
         (checkout / "runs" / "allow.yaml").write_text("sandbox:\n  allow_unconfined: true\n")
         subprocess.run(["chmod", "-R", "a+rX", str(checkout)], check=True)
-        settings = container_settings(deployment, checkout, "http://127.0.0.1:9/api", docker_client, drop=("cap_add",))
+        settings = container_settings(deployment, checkout, "http://127.0.0.1:9/api", docker_client, flow_image,
+                                      drop=("cap_add",))
         settings["environment"] = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_HOME": "/tmp/prefect"}
         outputs = {}
         for case, extra in (("refused", []), ("allowed", ["--config", f"{CHECKOUT}/runs/allow.yaml"])):
-            command = ["swarm-evo", "run", "--competition-id", "sklearn-diabetes", "--data-dir", f"{CHECKOUT}/data",
+            command = [str(Path(flow_image["python"]).parent / "swarm-evo"), "run", "--competition-id", "sklearn-diabetes", "--data-dir", f"{CHECKOUT}/data",
                        "--model", "offline", "--max-steps", "1", "--parallel-workers", "1", "--executor",
                        deployment["parameters"]["executor"], "--run-dir", f"{CHECKOUT}/runs/{case}", *extra]
             container = docker_client.containers.create(command=command, **settings)
