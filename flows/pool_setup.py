@@ -186,5 +186,11 @@ def _unreachable(api_url: str, exc: BaseException) -> PoolSetupError:
 def worker_command(result: SetupResult) -> str:
     """The command that starts a worker of the pool (shell syntax): nothing about heartbeats,
     which the deployments carry. The API URL is the one this machine used: on another machine,
-    its host must name this server."""
-    return f"PREFECT_API_URL={result.api_url or '<the server /api URL>'} prefect worker start --pool {result.pool}"
+    its host must name this server. A server that asks for credentials (this process has
+    ``PREFECT_API_AUTH_STRING``) gets the variable named, never its value: it is read from the
+    server's credentials file (deployments/start-prefect-server.sh)."""
+    from prefect.settings import get_current_settings
+
+    auth = ('PREFECT_API_AUTH_STRING="$(cat prefect-api-auth)" '
+            if get_current_settings().api.auth_string is not None else "")
+    return f"PREFECT_API_URL={result.api_url or '<the server /api URL>'} {auth}prefect worker start --pool {result.pool}"

@@ -126,7 +126,9 @@ def test_pool_setup_creates_the_pool_and_the_automation_once(pg_server):
     assert "work pool pool-a (process): created" in first.stdout
     assert "Crashed): created" in first.stdout
     # the deployments carry their heartbeat frequency: a worker needs no variable for it (issue 40, item 1)
-    assert f"PREFECT_API_URL={pg_server['api_url']} prefect worker start --pool pool-a" in first.stdout
+    assert (f"PREFECT_API_URL={pg_server['api_url']} PREFECT_API_AUTH_STRING=\"$(cat prefect-api-auth)\" "
+            "prefect worker start --pool pool-a") in first.stdout
+    assert pg_server["env"]["PREFECT_API_AUTH_STRING"] not in first.stdout, "the credentials are never printed"
     second = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", "pool-a")
     assert second.returncode == 0, second.stderr
     assert "work pool pool-a (process): already exists" in second.stdout
