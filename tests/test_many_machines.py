@@ -200,9 +200,13 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
             return lease["generation"] == 2 and len(ids) > len(at_freeze) and ids
         at_thaw = _wait(moved_on, 400, "the resumed copy of the frozen run to append a node", poll=1)
         listing_at_thaw = set(fs.find(sweep_store.run(frozen_run).root))
+        frozen_names = [" ".join(p.cmdline()[:4]) for p in frozen if p.is_running()]
+        thawed_at = datetime.now(timezone.utc)
         signal_all(frozen, signal.SIGCONT)
         _wait(lambda: not [p for p in frozen if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], 180,
               "the superseded copy to stop", poll=1)
+        old_nodes = [n["id"] for j in seen_by(workers["machine-1"], scratch).glob(f"sweeps/*/runs/{frozen_run}/journal.json")
+                     for n in json.loads(j.read_text())["nodes"]]
         machine_1_log = (tmp_path / "machine-1.log").read_text()
         assert "superseded by flow run" in machine_1_log and f"({frozen_run}-resume1)" in machine_1_log, \
             machine_1_log[-4000:]
@@ -247,7 +251,9 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
         assert _store_json(fs, sweep_store.run(frozen_run).path("lease.json"))["generation"] == 2
         extra = {p for p in fs.find(sweep_store.run(frozen_run).root) if "/nodes/" in p} - listing_at_thaw
         final_nodes = {f"/nodes/{i}/" for i in final}
-        assert all(any(n in p for n in final_nodes) for p in extra), sorted(extra)  # the resumed copy's only
+        strays = sorted(p for p in extra if not any(n in p for n in final_nodes))
+        assert not strays, (f"thawed at {thawed_at}; frozen: {frozen_names}; old copy's nodes: {old_nodes}; "
+                            + "; ".join(f"{p} {fs.info(p).get('LastModified')}" for p in strays))
 
         # every row valid and read from the store; every run whole there, no node twice
         rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]

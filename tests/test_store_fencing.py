@@ -111,6 +111,29 @@ def test_a_copy_frozen_in_the_middle_of_a_sync_stops_before_its_next_upload(tmp_
     assert len(uploaded) == 1 and "journal.json" not in uploaded, uploaded
 
 
+def test_a_copy_frozen_in_the_middle_of_a_lease_check_checks_again_when_it_thaws(tmp_path, monkeypatch):
+    """Frozen after the store answered "the lease is yours" and before the writer noted it: what it
+    read is minutes old when it thaws, so the next upload checks again (seen on a pool: several
+    files of the old copy's step went up right after the thaw)."""
+    store = open_store(tmp_path / "store")
+    location = store.run("r")
+    journal = fake_run(tmp_path / "r", 3)
+    mirror = RunMirror(journal.dir, location, lease=take_over(location, "run-a", journal.nodes, new_owner("old")))
+    clock = [time.monotonic()]
+    monkeypatch.setattr(mirror_module.time, "monotonic", lambda: clock[0])
+    real_check = mirror_module.check_lease
+
+    def answered_then_frozen(target, lease):
+        real_check(target, lease)  # "yours", as read before the freeze
+        take_over(location, "run-a", journal.nodes, new_owner("new"))
+        clock[0] += 120.0
+
+    monkeypatch.setattr(mirror_module, "check_lease", answered_then_frozen)
+    with pytest.raises(SupersededError):
+        mirror.sync_once()
+    assert [p for p in store_files(location.url) if p != LEASE_FILE] == [], "nothing went up after the thaw"
+
+
 def test_the_mirror_thread_stops_the_run_when_superseded(tmp_path, caplog):
     store = open_store(tmp_path / "store")
     journal = fake_run(tmp_path / "r", 1)

@@ -88,13 +88,20 @@ def _sweep(pool, argv: list[str], log: Path) -> subprocess.Popen:
                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _server_settings(pool):
+    """This process's Prefect settings for the module's server: its URL and credentials."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    return temporary_settings({PREFECT_API_URL: pool["api_url"],
+                               PREFECT_API_AUTH_STRING: pool["env"]["PREFECT_API_AUTH_STRING"]})
+
+
 def _client(pool):
     from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     @contextlib.contextmanager
     def client():
-        with temporary_settings({PREFECT_API_URL: pool["api_url"]}), get_client(sync_client=True) as c:
+        with _server_settings(pool), get_client(sync_client=True) as c:
             yield c
     return client()
 
@@ -224,7 +231,6 @@ def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
     both Crashed; the restart automation sends the same sweep flow run back to the pool (after
     RESTART_DELAY), never the crashed two-phase-evo run; the sweep resumes that run once."""
     from flows._sweep_restart import RESTART_STATE, default_flow_out_dir, ensure_restart_automation
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     store = f"s3://{BUCKET}/nightly"
     s0 = "circle-packing-two_phase-s0"
@@ -248,7 +254,7 @@ def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
         runs = _runs(pool, sweep_name)
     assert sweep_run.state.is_completed(), (sweep_run.state, history)
     assert "Crashed" in history and RESTART_STATE in history and sweep_run.run_count == 2, history
-    with temporary_settings({PREFECT_API_URL: pool["api_url"]}):
+    with _server_settings(pool):
         assert ensure_restart_automation() == "found"  # made by the sweep's first run, once
     _one_each(runs, s0, f"{s0}-resume1")
     assert runs[s0][0].state.is_crashed() and RESTART_STATE not in run0_history, run0_history

@@ -9,10 +9,12 @@ behind the local one (issue 34), and a ``result.json`` in the store means the st
 the run's reports is final (a sweep reads its rows from it).
 
 One writer (issue 40, item 2): a mirror started by :func:`mirror_run` holds the location's
-lease (:mod:`swarm_evo.store.lease`). It checks the lease before every sync, again before any
-upload after a pause of more than :data:`LEASE_RECHECK` seconds (a process frozen and thawed
-mid-sync), and right before the journal; once another process has taken the location over it
-uploads nothing more, stops, and calls ``on_superseded`` (the run stops with the message).
+lease (:mod:`swarm_evo.store.lease`). It checks the lease before every sync, right before the
+journal, and again before any upload when the last check began more than :data:`LEASE_RECHECK`
+seconds earlier (a process frozen mid-sync, even mid-check, checks again when it thaws); once
+another process has taken the location over it uploads nothing more, stops, and calls
+``on_superseded`` (the run stops with the message). What no check can stop is the one request
+that was in flight at the moment of a freeze.
 
 A store that goes away leaves the run going locally: the failed sync is retried with
 exponential back-off (tenacity), the mirror warns once, says when the store answers again,
@@ -265,7 +267,6 @@ class RunMirror:
                 continue
             try:
                 with entry.open() as source:
-                    self._check_lease()
                     self._put(rel, source)
             except (FileNotFoundError, ProgramFileError):
                 continue  # replaced or removed since the scan: the next sync sees it
@@ -291,10 +292,18 @@ class RunMirror:
         return uploaded
 
     def _check_lease(self, force: bool = False) -> None:
+        """The lease is still this writer's (forced, or when the last check *began* more than
+        :data:`LEASE_RECHECK` seconds ago: a process frozen in the middle of a check, or between a
+        check and an upload, checks again when it thaws instead of trusting what it read before).
+
+        Raises:
+            SupersededError: it is not.
+        """
         if self.lease is None or (not force and time.monotonic() - self._lease_checked < LEASE_RECHECK):
             return
+        began = time.monotonic()
         check_lease(self.target, self.lease)
-        self._lease_checked = time.monotonic()
+        self._lease_checked = began
 
     def _refusal(self, rel: str, size: int) -> str | None:
         """Why the store cannot take ``rel`` of ``size`` bytes, or None."""
@@ -344,6 +353,7 @@ class RunMirror:
             return None
 
     def _put(self, rel: str, source) -> None:
+        self._check_lease()  # right before every upload; only the request in flight can outlive a freeze
         put_object(self.target, rel, source, self._made_dirs)
 
 
