@@ -16,6 +16,7 @@ import base64
 import math
 from pathlib import Path
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.reporting.operation_stats import new_best_nodes
 
@@ -54,17 +55,10 @@ def phase2_start(journal: Journal) -> int | None:
 def best_so_far(journal: Journal) -> list[tuple[int, float | None]]:
     """``(step, best valid metric up to and including that step)`` for every node, in step order;
     None until the first valid node. "Best" follows the metric's direction (fitness)."""
-    best: float | None = None
-    out: list[tuple[int, float | None]] = []
-    for i, node in enumerate(journal.nodes, start=1):
-        step = node.step or i
-        if journal.is_valid(node) and (best is None or node.fitness > best):
-            best = node.fitness
-        if best is None:
-            out.append((step, None))
-        else:
-            out.append((step, -best if node.lower_is_better else best))
-    return out
+    nodes = journal.nodes
+    series = ranking.best_so_far(nodes, [journal.is_valid(n) for n in nodes])
+    return [(step, None if top is None else ranking.to_metric(top, node.lower_is_better))
+            for (step, top), node in zip(series, nodes)]
 
 
 def fmt_metric(value: float | None) -> str:
