@@ -207,7 +207,8 @@ class Journal:
     def submission_candidates(self) -> list[tuple[Node, str]]:
         """Every node the run could hand in, best first, each with why (issue 13, issue 31).
 
-        The valid nodes by direction-aware fitness (earliest on ties); after them, when no node
+        The valid nodes by direction-aware fitness (earliest on ties; the hidden-split score
+        where the run has one: :mod:`swarm_evo.population.ranking`); after them, when no node
         is valid, the nodes that passed every deterministic check (they ran, their submission is
         valid, their metric line parsed: ``metadata.facts_passed``) although the LLM reviewer
         flagged them — a strict reviewer must not leave a run without a submission. The hand-in
@@ -217,8 +218,9 @@ class Journal:
         pool = ranking.ranked(self.valid_pool())  # best first, earliest on ties
         if pool:
             direction = "lower" if pool[0].lower_is_better else "higher"
-            return [(n, f"{'the best' if i == 0 else f'rank {i + 1}'} of {len(pool)} valid node(s) by validation "
-                        f"metric ({direction} is better)") for i, n in enumerate(pool)]
+            basis = "hidden-split score" if pool[0].hidden_score is not None else "validation metric"
+            return [(n, f"{'the best' if i == 0 else f'rank {i + 1}'} of {len(pool)} valid node(s) by {basis} "
+                        f"({direction} is better)") for i, n in enumerate(pool)]
         passed = ranking.ranked(n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None)
         out = []
         for i, node in enumerate(passed):

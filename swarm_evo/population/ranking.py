@@ -9,8 +9,15 @@ node quality (:mod:`swarm_evo.learning.quality`), the run report's improvements 
 (:mod:`swarm_evo.reporting.charts`) and the Phase 1 stop rule (the phase flows).
 
 **Fitness** (:func:`fitness`): a number where higher is better, in the metric's own units:
-the node's score negated when lower is better (:attr:`Node.fitness`). None when the node has
+the node's score negated when lower is better. The score is the host's grade of the run's
+hidden split (``Node.hidden_score``, issue 41) when the node has one, else the metric the
+program printed (``Node.metric_value``). A run with a hidden split gives every valid node a
+hidden score, so within a run every node is ranked on the same basis. None when the node has
 no score.
+
+**The printed metric's gap** (:func:`printed_gap`, :func:`printed_misleads`): how far the
+program's own validation metric overstates its hidden score, fed back in the prompts that
+show the node and listed in the run report.
 
 **Rank key** (:func:`rank_key`): ``(fitness, -step)``: better fitness first, the earlier step
 on ties (a node without fitness ranks below every node with one). Seed 000 compared raw
@@ -37,12 +44,34 @@ from swarm_evo.population.node import Node
 
 NEUTRAL = 0.5
 """:func:`mid_rank` of a node with no other node to compare with (or when all tie)."""
+MISLEAD_SHARE = 0.05
+""":func:`printed_misleads`: the printed metric overstates the hidden score by more than this
+share of the larger of the two (in absolute value)."""
 
 
 def fitness(node: Node) -> float | None:
-    """The direction-aware fitness the search ranks ``node`` by (higher is better); None when
-    the node has no score. See the module docstring."""
-    return node.fitness
+    """The direction-aware fitness the search ranks ``node`` by (higher is better): the hidden
+    score when the node has one, else the printed metric; None when the node has neither. See
+    the module docstring."""
+    hidden = node.hidden_fitness
+    return hidden if hidden is not None else node.fitness
+
+
+def printed_gap(node: Node) -> float | None:
+    """``printed fitness − hidden fitness`` (direction-aware, the metric's units): positive when
+    the program's own validation said better than the held-out rows; None without both."""
+    if node.fitness is None or node.hidden_fitness is None:
+        return None
+    return node.fitness - node.hidden_fitness
+
+
+def printed_misleads(node: Node) -> bool:
+    """The printed metric overstates the hidden score by more than :data:`MISLEAD_SHARE` of the
+    larger of the two: the program's validation leaks or its metric is wrong."""
+    gap = printed_gap(node)
+    if gap is None:
+        return False
+    return gap > MISLEAD_SHARE * max(abs(node.metric_value), abs(node.hidden_score), 1e-12)  # type: ignore[arg-type]
 
 
 def score(node: Node) -> float | None:

@@ -21,6 +21,7 @@ from typing import Any
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
+from swarm_evo.reporting.fitness_report import fitness_summary
 from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats
 
 OPERATIONS = ("draft", "merge", "mutate")
@@ -210,6 +211,9 @@ def build_run_report(
       event, SPEC §9).
     * ``phase2_started_at_step`` — the smallest ``step`` among Phase 2 nodes; None when
       Phase 2 never ran.
+    * ``fitness`` — what the run selected on and how well the printed metric ranks the nodes
+      against the hidden score (:func:`swarm_evo.reporting.fitness_report.fitness_summary`);
+      ``best.hidden_score`` is the best node's hidden score in a run with a hidden split.
     """
     nodes = journal.nodes
     best = journal.best_node()
@@ -229,7 +233,9 @@ def build_run_report(
             "operation": best.operation,
             "agent_id": best.agent_id,
             "metric": best.metric_value,
+            **({"hidden_score": best.hidden_score} if best.hidden_score is not None else {}),
         },
+        "fitness": fitness_summary(journal),
         "operations": {op: {**operation_stats(journal, op), **improvement_stats(journal, op)}
                        for op in _operations(nodes)},
         "improvement_basis": BASIS,

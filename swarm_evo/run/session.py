@@ -41,6 +41,7 @@ from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.llm.probe import ProbeResult, check_model_access, probe_model
 from swarm_evo.objective import Objective, ProblemObjective
+from swarm_evo.objective.fitness import apply_fitness, choose_fitness
 from swarm_evo.objective.load import load_objective, recorded_data_dir
 from swarm_evo.population.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
@@ -266,6 +267,7 @@ def open_session(
     store = checked_store(config.store)
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     check_prompt_window(config, objective)  # also for runs started from a deployment, not the CLI
+    choose_fitness(objective, config.search)  # search.fitness: hidden where no split is possible is bad input
     check_model_access(endpoint)
     probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()
@@ -288,6 +290,7 @@ def open_session(
     sandbox, runtime = open_sandbox(config)
     journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
+    apply_fitness(objective, config.search, config.seed, run_dir, journal.info)  # the hidden split (issue 41)
     mirror = mirror_run(run_dir, store)
     if mirror is not None:
         journal.after_save = mirror.request  # the store is at most the node in flight behind

@@ -298,7 +298,9 @@ def choose_phase2_operation(
 
 
 def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:
-    """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt.
+    """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt; in a
+    run with a hidden split a valid node also has ``held_out`` (its hidden score) and ``leaks``
+    (:func:`swarm_evo.population.ranking.printed_misleads`).
 
     Seed 000 ``build_draft_history``; ``metric`` is None for a buggy or dead node (the draft
     prompt shows it as "failed"). ``approach`` is what the prompt shows: the approach tag, or,
@@ -321,10 +323,13 @@ def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[s
         approach = node_summary(n).rstrip(". ")
         if include_failed and not approach:
             continue
-        out.append({
+        item = {
             "step": n.step,
             "approach_tag": n.approach_tag,
             "metric": None if (n.is_buggy or n.dead) else n.metric_value,
             "approach": approach or tag,
-        })
+        }
+        if n.hidden_score is not None and not (n.is_buggy or n.dead):  # issue 41: the host's score beside it
+            item.update(held_out=n.hidden_score, leaks=ranking.printed_misleads(n))
+        out.append(item)
     return out
