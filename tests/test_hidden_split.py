@@ -348,3 +348,78 @@ def test_prompts_show_the_gap_of_a_misleading_node():
     assert "leaks" not in template.render(parent=fair)
     assert template.render(parent=make_node(metric=0.95)) == "## Parent solution (fitness 0.95)\n", \
         "no hidden score: the heading as before issue 41"
+
+
+# ------------------------------------------------------------------ MLE-bench layouts (docs/mle-bench.md)
+def _layout(root: Path, train: pd.DataFrame, test: pd.DataFrame | None, sample: pd.DataFrame,
+            extra: dict[str, pd.DataFrame] | None = None, files: tuple[str, ...] = ()) -> CompetitionObjective:
+    comp = root / "layout"
+    public, private = comp / "prepared" / "public", comp / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    train.to_csv(public / "train.csv", index=False)
+    if test is not None:
+        test.to_csv(public / "test.csv", index=False)
+    sample.to_csv(public / "sample_submission.csv", index=False)
+    sample.to_csv(private / "test.csv", index=False)
+    for name, frame in (extra or {}).items():
+        frame.to_csv(public / name, index=False)
+    for name in files:
+        (public / name).parent.mkdir(parents=True, exist_ok=True)
+        (public / name).write_text("x")
+    (comp / "config.yaml").write_text(
+        "id: layout\nname: Layout\ndataset:\n  answers: layout/prepared/private/test.csv\n"
+        "  sample_submission: layout/prepared/public/sample_submission.csv\ngrader:\n  name: accuracy\n")
+    return CompetitionObjective(load_competition("layout", root))
+
+
+def _ids(kind: str, start: int, n: int) -> list[str]:
+    rng = random.Random(start)
+    return {
+        "hex": lambda: ["".join(rng.choice("0123456789abcdef") for _ in range(12)) for _ in range(n)],
+        "int": lambda: [str(start + i) for i in range(n)],
+        "train_": lambda: [f"Train_{i}" for i in range(n)],
+        "test_": lambda: [f"Test_{i}" for i in range(n)],
+        "text": lambda: [f"comment number {start + i} " + "words " * 15 for i in range(n)],
+    }[kind]()
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("hex ids (aptos2019, histopathologic, jigsaw)", None),
+    ("Train_n and Test_n (plant-pathology)", "differ in form"),
+    ("ids shared by train and test (nomad2018)", "are test ids too"),
+    ("test ids after the training ids (tabular-may-2022)", "do not overlap"),
+    ("a comment as its own id (detecting-insults)", "free text"),
+    ("another table keyed by the id (ranzcr's train_annotations.csv)", "another table keyed by"),
+    ("training images deeper in another folder (siim-isic's jpeg/train/)", "is named by a training id"),
+    ("packed records (siim-isic's tfrecords/)", "packs rows"),
+])
+def test_which_layouts_allow_a_hidden_split(case, reason, tmp_path):
+    train_ids, test_ids, extra, files = _ids("int", 0, 60), _ids("int", 60, 20), None, ()
+    if case.startswith("hex"):
+        train_ids, test_ids = _ids("hex", 1, 60), _ids("hex", 2, 20)
+    elif case.startswith("Train_n"):
+        train_ids, test_ids = _ids("train_", 0, 60), _ids("test_", 0, 20)
+    elif case.startswith("ids shared"):
+        test_ids = _ids("int", 0, 20)
+    elif case.startswith("a comment"):
+        train_ids, test_ids = _ids("text", 0, 60), _ids("text", 60, 20)
+    elif case.startswith("another table"):
+        extra = {"train_annotations.csv": pd.DataFrame({"key": train_ids[:5], "label": 1})}
+    elif case.startswith("training images"):
+        files = tuple(f"jpeg/train/{i}.jpg" for i in train_ids[:3])
+    elif case.startswith("packed"):
+        files = ("tfrecords/train00.tfrec",)
+    if case.startswith("test ids after"):
+        train_ids, test_ids = _ids("int", 0, 60), _ids("int", 100, 20)
+    elif not case.startswith("ids shared") and not case.startswith("hex") and not case.startswith("Train_n") \
+            and not case.startswith("a comment"):
+        train_ids, test_ids = [str(2 * i) for i in range(60)], [str(2 * i + 1) for i in range(20)]
+    train = pd.DataFrame({"key": train_ids, "x": range(60), "y": [i % 2 for i in range(60)]})
+    test = pd.DataFrame({"key": test_ids, "x": range(20)})
+    objective = _layout(tmp_path, train, test, pd.DataFrame({"key": test_ids, "y": 0}), extra, files)
+    why = objective.hidden_split_unavailable()
+    if reason is None:
+        assert why is None
+    else:
+        assert why is not None and reason in why, why

@@ -14,9 +14,15 @@ them among the test rows (:mod:`swarm_evo.competition.hidden_split`). That needs
 * **features for a hidden row as a test row**: a test table (``test.csv`` / ``test.parquet``)
   whose columns the training table has, and/or a folder of files named by the ids (an image
   folder: ``train/<id>.png`` with the test ids' files in ``test/``, or one folder for both);
-* ids of the **same form** in training and test (digits aside: ``0013_01`` and ``0271_02``
-  are one form, ``Train_7`` and ``Test_7`` are not), overlapping in range when they are
-  numbers, so a hidden row's id cannot tell it from a real test row.
+* ids of the **same form** in training and test, so a hidden row's id cannot tell it from a
+  real test row: structured ids (few forms among the test ids: :data:`STRUCTURED_SHARE`)
+  match digits aside (``0013_01`` and ``0271_02`` are one form, ``Train_7`` and ``Test_7`` are
+  not) and overlap in range when they are numbers; opaque ids (hashes) have the test ids'
+  lengths and characters; no id is both a training and a test id, and ids are not free text
+  (a comment as its own id, detecting-insults: re-keying it would change the row's features);
+* nothing else in the public folder that names the training rows: no other table with the id
+  column (ranzcr's ``train_annotations.csv``), no files named by training ids deeper in other
+  folders (siim-isic's ``jpeg/train/``), no packed records (``*.tfrec``).
 
 Anything else (no training table, a target the training table does not hold, ids that differ
 in form) has no hidden split: :func:`hidden_layout` raises :class:`HiddenSplitUnavailable`
@@ -42,6 +48,13 @@ MIN_TRAIN_ROWS = 20
 """Fewer training rows than this leave no hidden split worth grading."""
 MEDIA_SHARE = 0.5
 """A folder is a media folder of a set of ids when it holds files named by at least this share of them."""
+STRUCTURED_SHARE = 0.05
+"""Ids are structured when their forms (:func:`id_form`) number at most 3 or this share of the test
+ids (``0013_01``: one form for all); more: opaque (hashes, one form per id)."""
+FREE_TEXT_CHARS = 64
+"""Ids whose median length exceeds this, or with a line break, are free text."""
+PACKED_SUFFIXES = (".tfrec", ".tfrecord", ".tfrecords")
+"""Files that pack many rows (a training row among them could not be taken out)."""
 
 
 class HiddenSplitUnavailable(CompetitionError):
@@ -133,7 +146,16 @@ def _check_ids(competition: Competition, train_file: str, train_ids: pd.Series, 
     shared = set(train_ids) & set(test_ids)
     if shared:
         raise HiddenSplitUnavailable(f"{len(shared)} id(s) of {train_file} are test ids too (e.g. {sorted(shared)[0]!r})")
+    lengths = train_ids.str.len()
+    if lengths.median() > FREE_TEXT_CHARS or train_ids.str.contains("\n", regex=False).any():
+        raise HiddenSplitUnavailable(f"the id column {competition.id_column!r} holds free text: a hidden row cannot "
+                                     "get a fresh id without changing its features")
     train_forms, test_forms = set(train_ids.map(id_form)), set(test_ids.map(id_form))
+    if len(test_forms) > max(3, STRUCTURED_SHARE * len(test_ids)):  # opaque ids: hashes, uuids
+        if not set(lengths) <= set(test_ids.str.len()) or not set("".join(train_ids)) <= set("".join(test_ids)):
+            raise HiddenSplitUnavailable(f"the ids of {train_file} differ from the test ids in length or characters: "
+                                         "a hidden row would stand out by its id")
+        return
     if not train_forms <= test_forms:
         odd = sorted(train_forms - test_forms)[:3]
         raise HiddenSplitUnavailable(
@@ -145,6 +167,26 @@ def _check_ids(competition: Competition, train_file: str, train_ids: pd.Series, 
             raise HiddenSplitUnavailable(
                 f"the ids of {train_file} ({train_n.min()}..{train_n.max()}) and of the test rows "
                 f"({test_n.min()}..{test_n.max()}) do not overlap: a hidden row would stand out by its id")
+
+
+def _check_other_files(public: Path, tables: set[str | None], media: set[str], id_col: str,
+                       train_ids: set[str]) -> None:
+    """Nothing else in ``public`` names the training rows (module docstring)."""
+    for entry in sorted(public.iterdir()):
+        if entry.name in tables or entry.name in media:
+            continue
+        if entry.is_file() and entry.suffix in (".csv", ".parquet"):
+            columns = pd.read_parquet(entry).columns if entry.suffix == ".parquet" else pd.read_csv(entry, nrows=0).columns
+            if id_col in columns:
+                raise HiddenSplitUnavailable(f"{entry.name} is another table keyed by {id_col!r}: it would still "
+                                             "hold the hidden rows")
+        paths = entry.rglob("*") if entry.is_dir() else [entry]
+        for path in paths:
+            if path.suffix in PACKED_SUFFIXES:
+                raise HiddenSplitUnavailable(f"{path.relative_to(public)} packs rows that cannot be taken out")
+            if entry.is_dir() and _entry_id(path.name, train_ids) is not None:
+                raise HiddenSplitUnavailable(f"{path.relative_to(public)} is named by a training id (folder "
+                                             f"{entry.name}/): it would still hold the hidden rows")
 
 
 def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
@@ -206,6 +248,8 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
     if test_file is None and not train_media:
         raise HiddenSplitUnavailable("no test table and no folder of files named by the ids: a hidden row "
                                      "would have no features")
+    _check_other_files(public, {train_file, test_file, Path(competition.sample_submission_path).name},
+                       set(train_media) | set(test_media), id_col, set(train_ids))
     media = tuple(MediaFolder(train=t, test=t if t in test_media else test_media[0]) for t in train_media)
     return HiddenLayout(
         train_file=train_file,
