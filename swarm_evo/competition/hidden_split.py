@@ -284,14 +284,3 @@ def _train_file(public: Path) -> str:
         if (public / name).is_file():
             return name
     raise HiddenSplitUnavailable(f"no training table ({', '.join(TRAIN_TABLES)}) in {public}")
-
-
-def read_split(root: Path) -> HiddenSplit | None:
-    """The split written at ``root`` (``split.json`` and a whole ``input/``), or None."""
-    record = root / RECORD_FILE
-    if not record.is_file() or not (root / VIEW_DIR).is_dir() or not (root / ANSWERS_FILE).is_file():
-        return None
-    data = json.loads(record.read_text(encoding="utf-8"))
-    return HiddenSplit(root=root, seed=data["seed"], fraction=data["fraction"], group_column=data["group_column"],
-                       rows=data["rows"], train_rows=data["train_rows"], stratified=data["stratified"],
-                       fresh_ids=data["fresh_ids"], digest=data["digest"])

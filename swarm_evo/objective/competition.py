@@ -30,7 +30,7 @@ from swarm_evo.competition.errors import InvalidSubmissionError
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
 from swarm_evo.competition.hidden_grading import HiddenGrader
 from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout
-from swarm_evo.competition.hidden_split import SPLIT_DIR, HiddenSplit, read_split, write_split
+from swarm_evo.competition.hidden_split import SPLIT_DIR, HiddenSplit, write_split
 from swarm_evo.competition.text_columns import has_free_text
 from swarm_evo.objective.base import Assessment
 from swarm_evo.population.genes import LOCI, REQUIRED_NON_STUB
@@ -97,9 +97,11 @@ class CompetitionObjective:
 
     def use_hidden_split(self, run_dir: Path, seed: int, fraction: float, group_column: str | None = None,
                          recorded: dict | None = None) -> HiddenSplit:
-        """Give the run its hidden split, ``RUN_DIR/hidden_split/`` (written now, or the one
-        written before when it matches ``recorded``, the journal's ``info["hidden_split"]``), and
-        show programs its view from now on.
+        """Give the run its hidden split, ``RUN_DIR/hidden_split/``, and show programs its view
+        from now on. The split is written every time a session opens (it is deterministic): a
+        resumed run, even one fetched from the run store, whose files lost their times and
+        order, gets the very same split back, checked against ``recorded`` (the journal's
+        ``info["hidden_split"]``).
 
         Raises:
             HiddenSplitUnavailable, HiddenSplitError: no split is possible here.
@@ -107,11 +109,7 @@ class CompetitionObjective:
                 changed since the run began: its nodes' hidden scores would not compare).
         """
         root = Path(run_dir) / SPLIT_DIR
-        split = read_split(root)
-        wanted = (int(seed), float(fraction), group_column)
-        if split is None or (split.seed, split.fraction, split.group_column) != wanted or (
-                recorded is not None and split.digest != recorded.get("digest")):
-            split = write_split(self.competition, root, seed, fraction, group_column)
+        split = write_split(self.competition, root, seed, fraction, group_column)
         if recorded is not None and split.digest != recorded.get("digest"):
             raise CompetitionError(
                 f"{root}: the hidden split drawn from {self.competition.public_dir} now differs from the one this "
