@@ -244,6 +244,10 @@ def test_fitness_source_follows_the_layout_and_the_key(builtins, tmp_path):
     resumed = CompetitionObjective(load_competition("sklearn-wine", builtins))
     apply_fitness(resumed, auto.model_copy(update={"hidden_fraction": 0.3}), 9, tmp_path / "run", info)
     assert info["hidden_split"]["rows"] == 24, "a resumed run keeps the split it began with"
+    before_issue_41: dict = {}
+    older = CompetitionObjective(load_competition("sklearn-wine", builtins))
+    assert apply_fitness(older, auto, 0, tmp_path / "old", before_issue_41, nodes=5) == "printed"
+    assert older.hidden is None and "hidden_split" not in before_issue_41, "its nodes were ranked on printed metrics"
 
 
 def test_grouped_split_keeps_groups_whole(builtins, tmp_path):

@@ -117,7 +117,19 @@ def _first(public: Path, names: tuple[str, ...]) -> str | None:
     return next((n for n in names if (public / n).is_file()), None)
 
 
-def _entry_id(name: str, ids: set[str]) -> str | None:
+def train_table(public: Path) -> str:
+    """The name of the training table in ``public`` (the first of :data:`TRAIN_TABLES` there).
+
+    Raises:
+        HiddenSplitUnavailable: there is none.
+    """
+    name = _first(public, TRAIN_TABLES)
+    if name is None:
+        raise HiddenSplitUnavailable(f"no training table ({', '.join(TRAIN_TABLES)}) in {public}")
+    return name
+
+
+def entry_id(name: str, ids: set[str]) -> str | None:
     """The id a file or folder name stands for: the name itself or the name before its last dot."""
     if name in ids:
         return name
@@ -132,8 +144,8 @@ def _media_folders(public: Path, train_ids: set[str], test_ids: set[str]) -> tup
         if not entry.is_dir(follow_symlinks=False):
             continue
         names = os.listdir(entry.path)
-        in_train = sum(1 for n in names if _entry_id(n, train_ids) is not None)
-        in_test = sum(1 for n in names if _entry_id(n, test_ids) is not None)
+        in_train = sum(1 for n in names if entry_id(n, train_ids) is not None)
+        in_test = sum(1 for n in names if entry_id(n, test_ids) is not None)
         if train_ids and in_train >= MEDIA_SHARE * len(train_ids):
             train.append(entry.name)
         if test_ids and in_test >= MEDIA_SHARE * len(test_ids):
@@ -184,7 +196,7 @@ def _check_other_files(public: Path, tables: set[str | None], media: set[str], i
         for path in paths:
             if path.suffix in PACKED_SUFFIXES:
                 raise HiddenSplitUnavailable(f"{path.relative_to(public)} packs rows that cannot be taken out")
-            if entry.is_dir() and _entry_id(path.name, train_ids) is not None:
+            if entry.is_dir() and entry_id(path.name, train_ids) is not None:
                 raise HiddenSplitUnavailable(f"{path.relative_to(public)} is named by a training id (folder "
                                              f"{entry.name}/): it would still hold the hidden rows")
 
@@ -204,9 +216,7 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
     """
     public = Path(competition.public_dir)
     id_col, targets = competition.id_column, tuple(competition.target_columns)
-    train_file = _first(public, TRAIN_TABLES)
-    if train_file is None:
-        raise HiddenSplitUnavailable(f"no training table ({', '.join(TRAIN_TABLES)}) in {public}")
+    train_file = train_table(public)
     if train is None:
         train = read_table(public / train_file)
     if id_col not in train.columns:

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedShuffleSplit
 
-from .hidden_layout import HiddenLayout, _entry_id, hidden_layout, read_table
+from .hidden_layout import HiddenLayout, entry_id, hidden_layout, read_table, train_table
 from .model import Competition
 
 SPLIT_DIR = "hidden_split"
@@ -181,14 +181,14 @@ def _write_media(public: Path, view: Path, layout: HiddenLayout, hidden_pairs: d
     fresh: list[tuple[Path, Path]] = []
     for media in layout.media:
         for name in sorted(os.listdir(public / media.train)):
-            ident = _entry_id(name, train_ids)
+            ident = entry_id(name, train_ids)
             if ident in hidden_pairs:
                 fresh.append((public / media.train / name,
                               view / media.test / (hidden_pairs[ident] + name[len(ident):])))
     for folder in {m.train for m in layout.media} | {m.test for m in layout.media}:
         is_test = any(m.test == folder for m in layout.media)
         for name in sorted(os.listdir(public / folder)):
-            ident = _entry_id(name, train_ids | test_ids)
+            ident = entry_id(name, train_ids | test_ids)
             if ident in hidden_pairs and ident not in test_ids:
                 continue  # a hidden row's file: copied under its fresh name below
             if is_test and ident in test_ids:
@@ -212,7 +212,7 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
         OSError: the folder cannot be written.
     """
     public = Path(competition.public_dir)
-    train = read_table(public / _train_file(public))
+    train = read_table(public / train_table(public))
     layout = hidden_layout(competition, train, group_column)
     id_col = layout.id_column
     hidden_pos, stratified = choose_hidden_rows(train, layout, fraction, seed, group_column)
@@ -275,12 +275,3 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     split.digest = _digest(split.seed, split.fraction, group_column, split.train_rows, pairs)
     (root / RECORD_FILE).write_text(json.dumps({**split.record(), "fresh_ids": pairs}), encoding="utf-8")
     return split
-
-
-def _train_file(public: Path) -> str:
-    from .hidden_layout import TRAIN_TABLES, HiddenSplitUnavailable
-
-    for name in TRAIN_TABLES:
-        if (public / name).is_file():
-            return name
-    raise HiddenSplitUnavailable(f"no training table ({', '.join(TRAIN_TABLES)}) in {public}")

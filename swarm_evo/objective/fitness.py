@@ -61,18 +61,20 @@ def choose_fitness(objective: Objective, search: SearchConfig, recorded: str | N
 
 
 def apply_fitness(objective: Objective, search: SearchConfig, seed: int, run_dir: Path,
-                  info: dict[str, Any]) -> str:
+                  info: dict[str, Any], nodes: int = 0) -> str:
     """Choose the run's fitness (:func:`choose_fitness`, keeping a resumed run's), give a
     competition its hidden split when it selects on one (written under ``run_dir``, or the one
     written before: the same after a resume), record both in ``info`` (the journal's run info)
-    and log the choice in one line. Returns the source.
+    and log the choice in one line. Returns the source. ``nodes``: the journal's nodes so far; a
+    journal with nodes but no record of its fitness began before issue 41, on printed metrics,
+    and stays on them.
 
     Raises:
         ConfigError: see :func:`choose_fitness`.
         CompetitionError: a resumed run's split can no longer be drawn the same (the public data
             changed).
     """
-    recorded = (info.get(FITNESS_KEY) or {}).get("source")
+    recorded = (info.get(FITNESS_KEY) or {}).get("source") or ("printed" if nodes else None)
     source, why = choose_fitness(objective, search, recorded)
     if source == "hidden":
         previous = info.get(SPLIT_KEY)

@@ -290,7 +290,7 @@ def open_session(
     sandbox, runtime = open_sandbox(config)
     journal.info["runtime"] = runtime.model_dump()
     run_dir.mkdir(parents=True, exist_ok=True)
-    apply_fitness(objective, config.search, config.seed, run_dir, journal.info)  # the hidden split (issue 41)
+    apply_fitness(objective, config.search, config.seed, run_dir, journal.info, len(journal))  # the hidden split (issue 41)
     mirror = mirror_run(run_dir, store)
     if mirror is not None:
         journal.after_save = mirror.request  # the store is at most the node in flight behind
