@@ -176,7 +176,8 @@ def _write_media(public: Path, view: Path, layout: HiddenLayout, hidden_pairs: d
                  test_ids: set[str], train_ids: set[str], rng: np.random.Generator, written: list[Path]) -> None:
     """Each media folder of the view: training files linked (the hidden rows' left out), test
     files (real and hidden, the hidden under fresh names) copied anew in random order."""
-    for folder in {m.train for m in layout.media} | {m.test for m in layout.media}:
+    folders = sorted({m.train for m in layout.media} | {m.test for m in layout.media})
+    for folder in folders:
         (view / folder).mkdir()
     fresh: list[tuple[Path, Path]] = []
     for media in layout.media:
@@ -185,7 +186,7 @@ def _write_media(public: Path, view: Path, layout: HiddenLayout, hidden_pairs: d
             if ident in hidden_pairs:
                 fresh.append((public / media.train / name,
                               view / media.test / (hidden_pairs[ident] + name[len(ident):])))
-    for folder in {m.train for m in layout.media} | {m.test for m in layout.media}:
+    for folder in folders:
         is_test = any(m.test == folder for m in layout.media)
         for name in sorted(os.listdir(public / folder)):
             ident = entry_id(name, train_ids | test_ids)
