@@ -8,7 +8,6 @@ the ``data_dir`` fixture), real graders and MLE-bench's own grading logic
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
