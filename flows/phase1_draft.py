@@ -6,6 +6,7 @@ from prefect import flow, get_run_logger
 
 from flows._epoch import run_epoch
 from flows.draft_step import draft_step
+from swarm_evo.population.ranking import phase1_complete
 from swarm_evo.run.session import get_session
 from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
@@ -34,7 +35,7 @@ def phase1_draft(run_dir: str, first_epoch: int = 0, unfinished_steps: int = 0) 
         logger.info(
             "Phase 1 | epoch=%s nodes=%s valid=%s dead=%s", epoch, len(journal), valid, journal.count(dead=True)
         )
-        if valid >= search.phase1_target_nodes:
+        if phase1_complete(valid, search.phase1_target_nodes):
             break
     logger.info("Phase 1 done: journal=%s valid_pool=%s", len(journal), len(journal.valid_pool()))
     return epoch

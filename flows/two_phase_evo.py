@@ -27,6 +27,7 @@ from flows.run_config import resolve_config
 from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.llm.ledger import cost_text
 from swarm_evo.population.journal import RESULT_FILE, atomic_write_text
+from swarm_evo.population.ranking import phase1_complete
 from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
 from swarm_evo.run.session import (
     RunStoppedError,
@@ -219,7 +220,7 @@ def _search(session, config, llm_block: str | None) -> dict:
     if policy == "two_phase":
         epoch, unfinished = unfinished_phase1_epoch(journal, config.search.steps_per_epoch)
         phase1_done = journal.count(phase=2) > 0 or (
-            len(journal.valid_pool()) >= config.search.phase1_target_nodes and not unfinished
+            phase1_complete(len(journal.valid_pool()), config.search.phase1_target_nodes) and not unfinished
         )
         if not phase1_done:
             with subflow_context(heartbeats):

@@ -38,6 +38,11 @@ class _Section(BaseModel):
 SearchPolicy = Literal["two_phase", "greedy", "random"]
 """The search policies (SPEC §12 ablations; :mod:`swarm_evo.search.policies`)."""
 
+FitnessSource = Literal["auto", "hidden", "printed"]
+"""What a competition run selects on (issue 41): ``hidden`` (the host grades rows of the training
+data no program sees the labels of), ``printed`` (the metric the program prints) or ``auto``
+(hidden where the competition's layout allows the split, else printed, said at start)."""
+
 
 class SearchConfig(_Section):
     """The search (SPEC §6; seed 000 decisions A, B, D, G, H, I) and its policy (SPEC §12)."""
@@ -58,6 +63,26 @@ class SearchConfig(_Section):
     tournament_k: int = Field(3, ge=1, description="Tournament size for the mutate parent (H).")
     merge_probability: float = Field(0.5, ge=0, le=1, description="Share of merges in Phase 2 (C).")
     stub_threshold: int = Field(20, ge=0, description="Code characters below which a gene is a stub.")
+    fitness: FitnessSource = Field(
+        "auto", description="Competitions: select on a hidden validation split the host grades (hidden), on "
+        "the program's printed validation metric (printed), or hidden where the competition's layout allows "
+        "it (auto: built-ins and MLE-bench training tables / labelled image folders; else printed, said at "
+        "start). Forcing hidden where no split is possible is bad input. Problems: unchanged (their "
+        "evaluator is the host's).",
+    )
+    hidden_fraction: float = Field(
+        0.15, gt=0, lt=0.5, description="Share of the public training rows held out as the hidden split "
+        "(stratified on the target for classification; grouped by hidden_group_column when set).",
+    )
+    hidden_group_column: str | None = Field(
+        None, description="A column of the training table whose groups stay whole in the hidden split "
+        "(rows of one group are all hidden or all kept), e.g. a patient or session id.",
+    )
+    final_refit: bool = Field(
+        True, description="With hidden fitness: run the chosen program once more on the full training "
+        "data (hidden rows put back) for the hand-in, within the time left; its original submission is "
+        "handed in when that run fails or finds no time.",
+    )
     subflow_heartbeats: bool = Field(
         False, description="Prefect flow-run heartbeats for the subflows of a run: phase flows, steps and "
         "debug attempts (off: up to 1 s less per subflow; the top-level flow run keeps its heartbeats for "

@@ -3,7 +3,10 @@ the private answers; problems: its evaluation next to the initial program's)."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from prefect import task
+from prefect.concurrency.sync import concurrency
 from pydantic import BaseModel
 
 from swarm_evo.population.node import Node
@@ -14,9 +17,13 @@ from tasks._policy import TASK_DEFAULTS
 
 @task(name="grade-best", **TASK_DEFAULTS)
 def grade_best(run_dir: str) -> tuple[Node | None, BaseModel]:
-    """Write best_solution.py and the report: competitions submission/submission.csv and
+    """Write best_solution.py and the report: competitions submission/submission.csv (after the
+    final fit of a run with a hidden split, which holds a GPU slot as an execution does) and
     grade_report.json; problems best_metrics.json and problem_report.json."""
-    return persistence.finalize_run(get_session(run_dir))
+    session = get_session(run_dir)
+    limit = session.sandbox.gpu_limit
+    with concurrency(limit, occupy=1, strict=True) if limit else nullcontext():
+        return persistence.finalize_run(session)
 
 
 @task(name="write-run-report", **TASK_DEFAULTS)

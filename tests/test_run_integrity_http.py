@@ -59,8 +59,12 @@ def test_flagged_nodes_whose_fixes_crash_keep_their_own_files_and_the_run_ends(s
     chosen = next(n for n in nodes if n["id"] == hand_in.get("node_id"))
     assert chosen in flagged, hand_in
     submission = result.run_dir / "submission" / "submission.csv"
-    assert submission.read_bytes() == (result.run_dir / "nodes" / chosen["id"] / "submission" /
-                                       "submission.csv").read_bytes()
+    # the chosen original program's submission, or (a run on a hidden split, issue 41) that same
+    # program's final fit on all training rows
+    refit = (hand_in.get("final_fit") or {}).get("status") == "refit"
+    source = result.run_dir / "final_fit" if refit else result.run_dir / "nodes" / chosen["id"]
+    assert hand_in["final_fit"] is None or hand_in["final_fit"]["node_id"] == chosen["id"]
+    assert submission.read_bytes() == (source / "submission" / "submission.csv").read_bytes()
     assert (result.run_dir / "best_solution.py").read_text() == chosen["code"]
     assert (result.grade_report or {}).get("valid_submission") is True, result.describe()
 

@@ -5,7 +5,8 @@ The run: the two-phase-evo flow on the built-in ``sklearn-breast-cancer`` compet
 data), offline model with planted faults (so debug chains run), seed 0, one worker, 9 steps in
 epochs of 4 with K=3 (both phases: drafts, then merges and mutates), programs run by the
 project's own interpreter (``sandbox.python`` = ``sys.executable``) so no time-dependent library
-(optuna) is drafted. Programs run single-threaded (``OMP_NUM_THREADS=1``): on a busy 2-core machine
+(optuna) is drafted. It selects on the printed metric (``search.fitness: printed``, issue 41):
+the golden file was recorded before hidden fitness, and printed fitness must still give it. Programs run single-threaded (``OMP_NUM_THREADS=1``): on a busy 2-core machine
 OpenMP's thread spinning made one HistGradientBoosting program take 150 s instead of a few.
 
 Per node, in step order, the test compares: operation, phase, epoch, the parent's and the gene
@@ -72,7 +73,7 @@ def _run(tmp: Path) -> list[dict]:
     prepare_competition("sklearn-breast-cancer", None, data)
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({
-        "search": {"steps_per_epoch": 4, "phase1_target_nodes": 3},
+        "search": {"steps_per_epoch": 4, "phase1_target_nodes": 3, "fitness": "printed"},
         "model": {"fault_rate": 0.4, "repair_rate": 0.8},
         "sandbox": {"python": sys.executable},
     }))

@@ -204,6 +204,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     from swarm_evo.run.prompt_budget import check_prompt_window
 
     check_prompt_window(config, objective)  # a context window too small for the prompts' fixed text: exit 2
+    from swarm_evo.objective.fitness import choose_fitness
+
+    choose_fitness(objective, config.search)  # search.fitness: hidden where no split is possible: exit 2
     from swarm_evo.llm.endpoint import endpoint_for
     from swarm_evo.run.preflight import open_sandbox, probe_endpoints
     from swarm_evo.run.session import check_run_dir

@@ -12,6 +12,8 @@ def print_summary(summary: dict) -> int:
           f"valid: {summary['valid']}, dead: {summary['dead']}")
     best = summary.get("best_node") or {}
     print(f"best validation metric: {best.get('metric')}")
+    if best.get("hidden_score") is not None:  # issue 41: what the run selected on
+        print(f"best hidden-split score: {best['hidden_score']}")
     if summary.get("improvements"):
         from swarm_evo.reporting.operation_stats import improvement_line
 
@@ -37,5 +39,9 @@ def print_summary(summary: dict) -> int:
               f"{llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, cost {cost}")
     if summary.get("stop_reason"):
         print(f"stopped early: {summary['stop_reason']}")
+    fit = hand_in.get("final_fit")
+    if fit:
+        print(f"final fit: {'refitted on the full training data' if fit['status'] == 'refit' else fit['status']}"
+              + (f" ({fit['reason'][:200]}); the original submission is handed in" if fit.get("reason") else ""))
     print(f"score: {grade.get('score')} (valid submission: {grade.get('valid_submission')})")
     return 0 if grade.get("valid_submission") else 1

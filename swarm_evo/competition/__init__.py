@@ -6,7 +6,10 @@ Public API (other modules import exactly these names):
 ``validate_submission``, ``CompetitionReport``, ``grade_submission``.
 No Prefect imports here: flows/tasks wrap these functions.
 
-May import: sandbox (``safe_read``).
+May import: sandbox (``safe_read``; ``output`` to write a submission back: the hidden split).
+
+The hidden validation split (issue 41): ``hidden_layout`` (which layouts allow one), ``hidden_split``
+(the split and the run's view of the public data), ``hidden_grading`` (``HiddenGrader``).
 """
 
 from .builtins import BUILTIN_COMPETITIONS, BuiltinSpec

@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 
@@ -112,8 +113,12 @@ class LogChange(BaseModel):
         agent_id: the agent whose texts wrote the prompt, or None.
         metric: the validation metric in the competition's own units and direction; None for a
             buggy node (as in the draft history) or a node without a finite metric.
-        tags: a subset of ``["BEST", "BUGGY", "DEAD"]`` in that order; ``BEST`` marks the
-            journal's current best node.
+        hidden: the host's grade of the run's hidden split (issue 41), the fitness the search
+            selects on; None without one (or for a buggy node).
+        tags: a subset of ``["BEST", "BUGGY", "DEAD", "VALIDATION LEAKS"]`` in that order;
+            ``BEST`` marks the journal's current best node, ``VALIDATION LEAKS`` a node whose
+            printed metric overstates its hidden score
+            (:func:`swarm_evo.population.ranking.printed_misleads`).
         summary: the review's approach tag, else the plan's first sentence, else ``""``;
             at most :data:`SUMMARY_CHARS` characters.
     """
@@ -125,6 +130,7 @@ class LogChange(BaseModel):
     operation: str
     agent_id: str | None = None
     metric: float | None = None
+    hidden: float | None = None
     tags: list[str] = Field(default_factory=list)
     summary: str = ""
 
@@ -197,12 +203,15 @@ def log_change(node: Node, best_id: str | None = None) -> LogChange:
         tags.append("BUGGY")
     if node.dead:
         tags.append("DEAD")
+    if not node.is_buggy and ranking.printed_misleads(node):
+        tags.append("VALIDATION LEAKS")
     return LogChange(
         step=node.step,
         node_id=node.id,
         operation=node.operation,
         agent_id=node.agent_id,
         metric=metric,
+        hidden=None if node.is_buggy else node.hidden_score,
         tags=tags,
         summary=node_summary(node),
     )

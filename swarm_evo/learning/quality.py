@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 
@@ -11,13 +12,12 @@ def node_quality(journal: Journal, node: Node) -> float:
 
     ``quality = #{valid v : v.fitness <= node.fitness} / #valid`` with ``node`` counted among
     the valid nodes (so the best valid node scores 1.0, the worst of n scores 1/n, a lone valid
-    node 1.0). Fitness is direction-aware (``Node.fitness``). Buggy and dead nodes, and nodes
+    node 1.0). Fitness is direction-aware (:func:`swarm_evo.population.ranking.fitness`). Buggy and dead nodes, and nodes
     without a metric, score 0.0 (SPEC §9: "percentile rank of its fitness among valid nodes;
     0 when buggy").
     """
-    fitness = node.fitness
+    fitness = ranking.fitness(node)
     if node.is_buggy or node.dead or fitness is None:
         return 0.0
-    others = [v.fitness for v in journal.valid_pool() if v.id != node.id and v.fitness is not None]
-    at_or_below = 1 + sum(1 for f in others if f <= fitness)
-    return at_or_below / (len(others) + 1)
+    others = (ranking.fitness(v) for v in journal.valid_pool() if v.id != node.id)
+    return ranking.at_or_below_share(fitness, (f for f in others if f is not None))

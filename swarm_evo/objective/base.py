@@ -30,12 +30,16 @@ class Assessment(BaseModel):
             the program failed or printed none.
         evaluation: for problems, ``EvaluationResult.summary()`` (score, correct, error,
             public and auxiliary metrics); None for competitions.
+        hidden_score: competitions with a hidden split (issue 41): the host's grade of the
+            submission's hidden rows, in the metric's units and direction; None otherwise, or
+            when the submission was not valid.
     """
 
     result: ExecutionResult
     problems: list[str] = Field(default_factory=list)
     metric: float | None = None
     evaluation: dict[str, Any] | None = None
+    hidden_score: float | None = None
 
 
 class Objective(Protocol):

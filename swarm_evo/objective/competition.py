@@ -3,6 +3,12 @@
 A program trains on ``./input`` (the public data), prints ``Validation metric: <float>`` as its
 last line and writes ``./submission/submission.csv``; the run ends by grading the best node's
 submission on the private answers.
+
+With a hidden split (issue 41, :meth:`CompetitionObjective.use_hidden_split`) ``./input`` is the
+run's view of the public data (:mod:`swarm_evo.competition.hidden_split`); each execution's
+submission is split by the host into the hidden rows' grade (:attr:`Assessment.hidden_score`)
+and the real submission (:class:`swarm_evo.competition.hidden_grading.HiddenGrader`), and the
+run's hand-in may be refitted on the full public data (:meth:`CompetitionObjective.final_fit`).
 """
 
 from __future__ import annotations
@@ -14,12 +20,17 @@ from typing import Any, Callable
 
 from swarm_evo.competition import (
     Competition,
+    CompetitionError,
     CompetitionReport,
     grade_submission,
     validate_submission,
 )
 from swarm_evo.competition.description import prompt_description
+from swarm_evo.competition.errors import InvalidSubmissionError
 from swarm_evo.competition.grading import MLEBENCH_SUBMISSION_FILE
+from swarm_evo.competition.hidden_grading import HiddenGrader
+from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout
+from swarm_evo.competition.hidden_split import SPLIT_DIR, HiddenSplit, write_split
 from swarm_evo.competition.text_columns import has_free_text
 from swarm_evo.objective.base import Assessment
 from swarm_evo.population.genes import LOCI, REQUIRED_NON_STUB
@@ -34,6 +45,8 @@ from swarm_evo.search.prevalidate import static_check
 from swarm_evo.search.review import PARSE_STDOUT, parse_metric
 
 SUBMISSION = Path("submission") / "submission.csv"
+FINAL_FIT_DIR = "final_fit"
+"""``RUN_DIR/final_fit/``: where the chosen program runs once more on the full public data."""
 
 """Where a program writes its submission, relative to its node directory."""
 
@@ -55,11 +68,56 @@ class CompetitionObjective:
         self.agent_texts_dir = templates_dir() / "agents"
         self._preview: str | None = None
         self._text_data: bool | None = None
+        self.hidden: HiddenGrader | None = None
 
     @property
     def public_dir(self) -> Path:
-        """The public data, mounted read-only as ``./input``."""
-        return self.competition.public_dir
+        """The public data as programs see it, mounted read-only as ``./input``: the run's view
+        with the hidden rows when the run has a hidden split, else the competition's own."""
+        return self.hidden.split.view_dir if self.hidden is not None else self.competition.public_dir
+
+    @property
+    def program_competition(self) -> Competition:
+        """The competition as programs see it (public folder and sample submission of the view
+        when the run has a hidden split): what their submissions are checked against."""
+        return self.hidden.view if self.hidden is not None else self.competition
+
+    def hidden_split_unavailable(self, group_column: str | None = None) -> str | None:
+        """Why this competition's public layout allows no hidden split, or None when it does
+        (:func:`swarm_evo.competition.hidden_layout.hidden_layout`).
+
+        Raises:
+            HiddenSplitError: ``group_column`` is not a column of the training table.
+        """
+        try:
+            hidden_layout(self.competition, group_column=group_column)
+        except HiddenSplitUnavailable as exc:
+            return str(exc)
+        return None
+
+    def use_hidden_split(self, run_dir: Path, seed: int, fraction: float, group_column: str | None = None,
+                         recorded: dict | None = None) -> HiddenSplit:
+        """Give the run its hidden split, ``RUN_DIR/hidden_split/``, and show programs its view
+        from now on. The split is written every time a session opens (it is deterministic): a
+        resumed run, even one fetched from the run store, whose files lost their times and
+        order, gets the very same split back, checked against ``recorded`` (the journal's
+        ``info["hidden_split"]``).
+
+        Raises:
+            HiddenSplitUnavailable, HiddenSplitError: no split is possible here.
+            CompetitionError: the split drawn now differs from ``recorded`` (the public data
+                changed since the run began: its nodes' hidden scores would not compare).
+        """
+        root = Path(run_dir) / SPLIT_DIR
+        split = write_split(self.competition, root, seed, fraction, group_column)
+        if recorded is not None and split.digest != recorded.get("digest"):
+            raise CompetitionError(
+                f"{root}: the hidden split drawn from {self.competition.public_dir} now differs from the one this "
+                f"run began with (digest {str(recorded.get('digest'))[:12]}, now {split.digest[:12]}): the public data "
+                "changed; resume with the data the run began with, or start a new run")
+        self.hidden = HiddenGrader(self.competition, split)
+        self._preview = self._text_data = None
+        return split
 
     def prompt_view(self) -> dict[str, Any]:
         """id, name, description, metric (the grader), direction, competition type, and the
@@ -92,17 +150,17 @@ class CompetitionObjective:
                 "grader": c.grader.name,
                 "is_lower_better": c.is_lower_better,
                 "competition_type": c.competition_type,
-                "public_dir": str(c.public_dir),
+                "public_dir": str(self.public_dir),
                 "id_column": c.id_column,
                 "target_columns": list(c.target_columns),
-                "sample_submission": str(c.sample_submission_path),
+                "sample_submission": str(self.program_competition.sample_submission_path),
             }
         }
 
     def data_preview(self) -> str:
         """The public data preview (computed once)."""
         if self._preview is None:
-            self._preview = preview_data(self.competition.public_dir)
+            self._preview = preview_data(self.public_dir)
         return self._preview
 
     def directions(self) -> None:
@@ -113,21 +171,25 @@ class CompetitionObjective:
         """A free-text column in the public train.csv (computed once;
         :func:`swarm_evo.competition.text_columns.has_free_text`)."""
         if self._text_data is None:
-            self._text_data = has_free_text(self.competition.public_dir)
+            self._text_data = has_free_text(self.public_dir)
         return self._text_data
 
     def static_check(self, code: str) -> list[str]:
         """Markers, compiles, writes submission.csv, prints the metric line (seed 003)."""
         return static_check(code, self.loci)
 
-    def execution_problems(self, result, workdir: Path) -> list[str]:
+    def execution_problems(self, result, workdir: Path, submission_errors: list[str] | None = None) -> list[str]:
         """Why an execution counts as failed for the debug chain (empty list = success):
-        an exception/timeout/OOM, a missing or invalid submission, or no finite metric line."""
+        an exception/timeout/OOM, a missing or invalid submission (``submission_errors`` when the
+        caller checked it, else checked now against :attr:`program_competition`), or no finite
+        metric line."""
         problems: list[str] = []
         if result.exc_type:
             info = result.exc_info or "the program failed"
             problems.append(info if info.startswith(result.exc_type) else f"{result.exc_type}: {info}")
-        for err in validate_submission(workdir / SUBMISSION, self.competition):
+        if submission_errors is None:
+            submission_errors = validate_submission(workdir / SUBMISSION, self.program_competition)
+        for err in submission_errors:
             problems.append(f"submission: {err}")
         metric = parse_metric(result.stdout)
         if metric is None:
@@ -137,24 +199,65 @@ class CompetitionObjective:
         return problems
 
     def assess(self, sandbox: Sandbox, code: str, workdir: Path, timeout: float) -> Assessment:
-        """Run the program once in ``workdir`` (a stale submission is removed first)."""
+        """Run the program once in ``workdir`` (a stale submission is removed first). With a
+        hidden split, a valid submission is split by the host: its hidden rows graded into
+        ``hidden_score``, its real rows left as the node's submission (a submission whose hidden
+        rows cannot be graded is a submission problem, and stays whole)."""
         remove_entry(workdir / "submission")
-        result = sandbox.execute(code, workdir, self.competition.public_dir, timeout)
+        result = sandbox.execute(code, workdir, self.public_dir, timeout)
         metric = parse_metric(result.stdout)
+        errors = validate_submission(workdir / SUBMISSION, self.program_competition)
+        hidden = None
+        if self.hidden is not None and not errors:
+            try:
+                hidden = self.hidden.split_submission(workdir, SUBMISSION).score
+            except InvalidSubmissionError as exc:
+                errors = [str(exc)]
         return Assessment(
             result=result,
-            problems=self.execution_problems(result, workdir),
+            problems=self.execution_problems(result, workdir, errors),
             metric=metric if metric is not None and math.isfinite(metric) else None,
+            hidden_score=hidden,
         )
 
     def review_facts(self, final: Attempt, workdir: Path) -> tuple[list[str], object]:
-        """The submission check now, and the metric line of stdout."""
-        return validate_submission(workdir / SUBMISSION, self.competition), PARSE_STDOUT
+        """The submission check now (against the competition once the host split the
+        submission, else against what the program was shown), and the metric line of stdout."""
+        split = final.hidden_score is not None
+        return validate_submission(workdir / SUBMISSION, self.competition if split else self.program_competition), \
+            PARSE_STDOUT
 
     def publish_best(self, run_dir: Path, node: Node) -> None:
         """``best_solution.py`` and ``submission/submission.csv`` of ``node``, each replaced atomically."""
         atomic_write_text(run_dir / "best_solution.py", node.code)
         atomic_copy(run_dir / "nodes" / node.id / SUBMISSION, run_dir / SUBMISSION)
+
+    def final_fit(self, sandbox: Sandbox, run_dir: Path, node: Node, timeout: float) -> dict[str, Any]:
+        """Run ``node``'s program once more on the competition's own public data (the hidden rows
+        back in its training table: issue 41, item 4) in ``RUN_DIR/final_fit/`` (emptied first),
+        at most ``timeout`` s. When it runs and writes a valid submission of the competition,
+        that submission replaces ``RUN_DIR/submission/submission.csv``; otherwise the node's
+        original submission stays.
+
+        Returns ``{"status": "refit" | "original", "node_id", "seconds", "metric" (what the
+        refit printed, or None), "reason" (why the original stays; None for a refit)}``.
+        Raises SandboxError only when the sandbox itself fails.
+        """
+        workdir = Path(run_dir) / FINAL_FIT_DIR
+        remove_entry(workdir)
+        workdir.mkdir(parents=True)
+        result = sandbox.execute(node.code, workdir, self.competition.public_dir, timeout)
+        problems = self.execution_problems(result, workdir, validate_submission(workdir / SUBMISSION, self.competition))
+        metric = parse_metric(result.stdout)
+        outcome: dict[str, Any] = {"node_id": node.id, "seconds": round(result.exec_time or 0.0, 3),
+                                   "metric": metric if metric is not None and math.isfinite(metric) else None}
+        if problems:
+            return {**outcome, "status": "original", "reason": "; ".join(problems)[:1000]}
+        try:
+            atomic_copy(workdir / SUBMISSION, Path(run_dir) / SUBMISSION)
+        except OSError as exc:
+            return {**outcome, "status": "original", "reason": f"its submission cannot be copied: {exc}"}
+        return {**outcome, "status": "refit", "reason": None}
 
     def finalize(self, run_dir: Path, handed_in: Node | None) -> CompetitionReport:
         """Grade the run's submission: ``RUN_DIR/submission/submission.csv``, the work of

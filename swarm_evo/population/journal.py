@@ -22,6 +22,7 @@ from swarm_evo.population.genes import (
     REQUIRED_NON_STUB,
     validate_genes,
 )
+from swarm_evo.population import ranking
 from swarm_evo.population.node import Node
 from swarm_evo.sandbox.safe_read import open_program_file
 
@@ -197,7 +198,7 @@ class Journal:
         return (
             not node.is_buggy
             and not node.dead
-            and node.fitness is not None
+            and ranking.fitness(node) is not None
             and validate_genes(node.genes, self.loci, self.required, stub_threshold=self.stub_threshold)
         )
 
@@ -206,30 +207,28 @@ class Journal:
         return [n for n in self.nodes if self.is_valid(n)]
 
     def best_node(self) -> Node | None:
-        """The valid node with the highest direction-aware fitness (earliest on ties), or None."""
-        pool = self.valid_pool()
-        if not pool:
-            return None
-        return max(pool, key=lambda n: (n.fitness, -(n.step or 0)))
+        """The valid node with the highest direction-aware fitness (earliest on ties), or None
+        (:func:`swarm_evo.population.ranking.best`)."""
+        return ranking.best(self.valid_pool())
 
     def submission_candidates(self) -> list[tuple[Node, str]]:
         """Every node the run could hand in, best first, each with why (issue 13, issue 31).
 
-        The valid nodes by direction-aware fitness (earliest on ties); after them, when no node
+        The valid nodes by direction-aware fitness (earliest on ties; the hidden-split score
+        where the run has one: :mod:`swarm_evo.population.ranking`); after them, when no node
         is valid, the nodes that passed every deterministic check (they ran, their submission is
         valid, their metric line parsed: ``metadata.facts_passed``) although the LLM reviewer
         flagged them — a strict reviewer must not leave a run without a submission. The hand-in
         (``step.persistence.publish_best``) takes the first whose files can be copied and goes
         down the list when one cannot. Empty when no node ran successfully.
         """
-        key = lambda n: (n.fitness, -(n.step or 0))  # noqa: E731 - best first, earliest on ties
-        pool = sorted(self.valid_pool(), key=key, reverse=True)
+        pool = ranking.ranked(self.valid_pool())  # best first, earliest on ties
         if pool:
             direction = "lower" if pool[0].lower_is_better else "higher"
-            return [(n, f"{'the best' if i == 0 else f'rank {i + 1}'} of {len(pool)} valid node(s) by validation "
-                        f"metric ({direction} is better)") for i, n in enumerate(pool)]
-        passed = sorted((n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None),
-                        key=key, reverse=True)
+            basis = "hidden-split score" if pool[0].hidden_score is not None else "validation metric"
+            return [(n, f"{'the best' if i == 0 else f'rank {i + 1}'} of {len(pool)} valid node(s) by {basis} "
+                        f"({direction} is better)") for i, n in enumerate(pool)]
+        passed = ranking.ranked(n for n in self.nodes if n.metadata.get("facts_passed") and n.metric_value is not None)
         out = []
         for i, node in enumerate(passed):
             flagged = "; ".join(r for r in (node.metadata.get("review") or {}).get("reasons", [])

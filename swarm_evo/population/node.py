@@ -71,6 +71,11 @@ class Node(BaseModel):
     ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates), ``policy_action`` and
     ``debug_depth`` (greedy policy, :mod:`swarm_evo.search.policies`),
     ``debug_history`` ([{attempt, code, exc_type, term_out}]), ``timings`` and review details.
+    ``hidden_score`` (issue 41) is the host's grade of the rows of the run's hidden split that
+    the program predicted as test rows, in the metric's own units and direction (None when the
+    run has no hidden split or the node's submission was not valid): when set, the search ranks
+    the node by it (:mod:`swarm_evo.population.ranking`); ``metric_value`` stays the program's
+    own signal.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -89,6 +94,7 @@ class Node(BaseModel):
     term_out: str = ""
     exec_time: float | None = None
     metric_value: float | None = None
+    hidden_score: float | None = None
     lower_is_better: bool = False
     is_buggy: bool = True
     dead: bool = False
@@ -102,10 +108,18 @@ class Node(BaseModel):
 
     @property
     def fitness(self) -> float | None:
-        """Direction-aware fitness: the metric, negated when lower is better; None if no metric."""
+        """Direction-aware printed fitness: the metric the program printed, negated when lower is
+        better; None if no metric. The search ranks by :func:`swarm_evo.population.ranking.fitness`."""
         if self.metric_value is None:
             return None
         return -self.metric_value if self.lower_is_better else self.metric_value
+
+    @property
+    def hidden_fitness(self) -> float | None:
+        """Direction-aware hidden score (negated when lower is better); None without one."""
+        if self.hidden_score is None:
+            return None
+        return -self.hidden_score if self.lower_is_better else self.hidden_score
 
     @property
     def gene_sources(self) -> dict[str, str]:

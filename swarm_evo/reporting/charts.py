@@ -5,7 +5,8 @@ No Prefect here: ``tasks/artifacts.py`` writes these files into the run director
 of a run and publishes them (the chart inside the final report, the tree from an artifact).
 
 - :func:`best_fitness_chart` draws, with matplotlib's Agg backend (no display needed), the best
-  validation metric so far over the steps, every valid node's metric as a point (by operation),
+  score so far over the steps (the validation metric, or the hidden-split score the run
+  selected on: :func:`swarm_evo.population.ranking.score`), every valid node's score as a point (by operation),
   each new best ringed in its operation's colour (which operation produced it: issue 17),
   buggy and dead nodes as marks along the bottom, and the Phase 1 / Phase 2 boundary.
 """
@@ -16,6 +17,7 @@ import base64
 import math
 from pathlib import Path
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.reporting.operation_stats import new_best_nodes
 
@@ -54,17 +56,17 @@ def phase2_start(journal: Journal) -> int | None:
 def best_so_far(journal: Journal) -> list[tuple[int, float | None]]:
     """``(step, best valid metric up to and including that step)`` for every node, in step order;
     None until the first valid node. "Best" follows the metric's direction (fitness)."""
-    best: float | None = None
-    out: list[tuple[int, float | None]] = []
-    for i, node in enumerate(journal.nodes, start=1):
-        step = node.step or i
-        if journal.is_valid(node) and (best is None or node.fitness > best):
-            best = node.fitness
-        if best is None:
-            out.append((step, None))
-        else:
-            out.append((step, -best if node.lower_is_better else best))
-    return out
+    nodes = journal.nodes
+    series = ranking.best_so_far(nodes, [journal.is_valid(n) for n in nodes])
+    return [(step, None if top is None else ranking.to_metric(top, node.lower_is_better))
+            for (step, top), node in zip(series, nodes)]
+
+
+def score_name(journal: Journal) -> str:
+    """What the chart plots: ``hidden-split score`` when the run selected on its hidden split
+    (issue 41), else ``validation metric`` (the metric the programs printed)."""
+    hidden = (journal.info.get("fitness") or {}).get("source") == "hidden"
+    return "hidden-split score" if hidden else "validation metric"
 
 
 def fmt_metric(value: float | None) -> str:
@@ -94,9 +96,10 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
     fig = Figure(figsize=(width / 100, height / 100), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    ax.set_title(f"{run_title(journal)}: best validation metric over {len(nodes)} steps", fontsize=11)
+    what = score_name(journal)
+    ax.set_title(f"{run_title(journal)}: best {what} over {len(nodes)} steps", fontsize=11)
     ax.set_xlabel("step (journal order)")
-    ax.set_ylabel(f"validation metric ({'lower' if lower else 'higher'} is better)")
+    ax.set_ylabel(f"{what} ({'lower' if lower else 'higher'} is better)")
     ax.grid(True, alpha=0.3)
 
     series = best_so_far(journal)
@@ -105,26 +108,26 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
             color="#212121", linewidth=2, label="best so far", zorder=3)
     operations = list(OPERATION_MARKERS) + sorted({n.operation for n in nodes} - set(OPERATION_MARKERS))
     for op in operations:
-        pts = [(n.step, n.metric_value) for n in nodes if n.operation == op and journal.is_valid(n)]
+        pts = [(n.step, ranking.score(n)) for n in nodes if n.operation == op and journal.is_valid(n)]
         if pts:
             ax.scatter(*zip(*pts), marker=OPERATION_MARKERS.get(op, "v"), s=30,
                        color=OPERATION_COLOURS.get(op, "#6d4c41"), alpha=0.85, label=f"valid {op}", zorder=4)
     improvers = new_best_nodes(journal)
     for op in operations:
-        pts = [(n.step, n.metric_value) for n in improvers if n.operation == op]
+        pts = [(n.step, ranking.score(n)) for n in improvers if n.operation == op]
         if pts:
             ax.scatter(*zip(*pts), marker="o", s=170, facecolors="none", linewidths=2.2,
                        edgecolors=OPERATION_COLOURS.get(op, "#6d4c41"), label=f"new best by {op}", zorder=4)
     for n in improvers:
-        ax.annotate(n.operation[:2], (n.step, n.metric_value), textcoords="offset points", xytext=(0, 9),
+        ax.annotate(n.operation[:2], (n.step, ranking.score(n)), textcoords="offset points", xytext=(0, 9),
                     ha="center", fontsize=7, color=OPERATION_COLOURS.get(n.operation, "#6d4c41"), zorder=6)
-    invalid = [(n.step, n.metric_value) for n in nodes
-               if n.metric_value is not None and not n.is_buggy and not n.dead and not journal.is_valid(n)]
+    invalid = [(n.step, ranking.score(n)) for n in nodes
+               if ranking.score(n) is not None and not n.is_buggy and not n.dead and not journal.is_valid(n)]
     if invalid:
         ax.scatter(*zip(*invalid), marker="o", s=30, facecolors="none", edgecolors="#9e9e9e",
                    label="not valid (genes)", zorder=4)
     if best is not None:
-        ax.scatter([best.step], [best.metric_value], marker="*", s=260, color=STATUS_COLOURS["best"],
+        ax.scatter([best.step], [ranking.score(best)], marker="*", s=260, color=STATUS_COLOURS["best"],
                    edgecolors="#212121", linewidths=0.8, label=f"best (step {best.step})", zorder=5)
     rug = ax.get_xaxis_transform()  # x in data, y in axes fractions
     buggy = [n.step for n in nodes if n.is_buggy and not n.dead]

@@ -7,7 +7,7 @@ A view of the journal (SPEC §5), no Prefect: ``run_report.json``
 (:func:`swarm_evo.reporting.report.run_summary`) and the best-fitness chart
 (:func:`swarm_evo.reporting.charts.best_fitness_chart`) share it.
 
-**Fitness** is :attr:`swarm_evo.population.node.Node.fitness`: the node's validation metric
+**Fitness** is :func:`swarm_evo.population.ranking.fitness`: the node's validation metric
 (``metric_value``, parsed from the program's output, or the problem's score), negated when
 lower is better — the value the search itself ranks by (``Journal.best_node``, the valid
 pool, ``selection.tournament_select``, the gene pools). So every gain here is in the metric's
@@ -43,6 +43,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 
@@ -79,7 +80,7 @@ def reference_parent(journal: Journal, node: Node) -> Node | None:
     if node.operation == "merge":
         ids = list(dict.fromkeys([*node.gene_sources.values(), *([node.parent_id] if node.parent_id else [])]))
         sources = [n for n in (_valid_or_none(journal, i) for i in ids) if n is not None]
-        return max(sources, key=lambda n: (n.fitness, -(n.step or 0)), default=None)
+        return ranking.best(sources)
     return _valid_or_none(journal, node.parent_id)
 
 
@@ -89,20 +90,14 @@ def node_gain(journal: Journal, node: Node) -> float | None:
     parent = reference_parent(journal, node)
     if parent is None or not journal.is_valid(node):
         return None
-    return node.fitness - parent.fitness  # type: ignore[operator]
+    return ranking.gain(node, parent)
 
 
 def new_best_nodes(journal: Journal) -> list[Node]:
     """The valid nodes that raised the best fitness so far, in step order: the first valid
     node, then every valid node whose fitness is strictly above every earlier valid node's
     (so the last one is :meth:`Journal.best_node`)."""
-    best: float | None = None
-    out: list[Node] = []
-    for node in journal.nodes:
-        if journal.is_valid(node) and (best is None or node.fitness > best):  # type: ignore[operator]
-            best = node.fitness
-            out.append(node)
-    return out
+    return ranking.new_bests(journal.valid_pool())
 
 
 def operations_of(journal: Journal) -> tuple[str, ...]:

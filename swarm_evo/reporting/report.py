@@ -13,9 +13,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from swarm_evo.competition import CompetitionReport
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.llm.ledger import LLMTotals, cost_text
 from swarm_evo.population.node import Node
+from swarm_evo.reporting.fitness_report import fitness_lines, fitness_summary
 from swarm_evo.reporting.operation_stats import best_lineage, improvements_by_operation, lineage_text
 
 
@@ -29,8 +31,8 @@ def node_status(node: Node, best: Node | None) -> str:
 
 
 def node_table(journal: Journal) -> list[dict[str, Any]]:
-    """One row per node: step, id (8 chars), phase, operation, parent, status, metric,
-    debug attempts, approach tag, exec and wall seconds."""
+    """One row per node: step, id (8 chars), phase, operation, parent, status, metric (printed),
+    hidden score (None without a hidden split), debug attempts, approach tag, exec and wall seconds."""
     rows = []
     best = journal.best_node()
     for n in journal.nodes:
@@ -44,6 +46,7 @@ def node_table(journal: Journal) -> list[dict[str, Any]]:
                 "parent": (n.parent_id or "")[:8],
                 "status": node_status(n, best),
                 "metric": None if n.metric_value is None else round(n.metric_value, 6),
+                "hidden_score": n.hidden_score,
                 "debug_attempts": n.debug_attempts,
                 "exc_type": n.exc_type or "",
                 "approach": (n.approach_tag or "")[:80],
@@ -66,7 +69,7 @@ def progress_line(journal: Journal, max_steps: int, llm: LLMTotals) -> str:
     tokens = llm.prompt_tokens + llm.completion_tokens
     cost = cost_text(llm, digits=2)
     return (f"{len(journal)}/{max_steps} nodes, {len(journal.valid_pool())} valid, best "
-            f"{'-' if best is None else f'{best.metric_value:.6g}'}; LLM: {llm.calls} calls "
+            f"{'-' if best is None else f'{ranking.score(best):.6g}'}; LLM: {llm.calls} calls "
             f"({llm.failed_calls} failed), {tokens / 1000:.0f}k tokens, {cost}")
 
 
@@ -85,7 +88,9 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
     :func:`swarm_evo.reporting.operation_stats.improvements_by_operation`), ``best_lineage``
     (:func:`swarm_evo.reporting.operation_stats.best_lineage`), ``confinement`` and ``confined``
     (what the sandbox confined, from the runtime probe; ``confined`` False: programs ran
-    unconfined, ``sandbox.allow_unconfined``)."""
+    unconfined, ``sandbox.allow_unconfined``), ``fitness`` (what the run selected on, the printed
+    metric against the hidden score: :func:`swarm_evo.reporting.fitness_report.fitness_summary`;
+    ``hand_in.final_fit`` the final fit's outcome, None without one)."""
     nodes = journal.nodes
     best = journal.best_node()
     chosen, why = hand_in if hand_in is not None else journal.submission_candidate()
@@ -114,12 +119,14 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
         "buggy": sum(1 for n in nodes if n.is_buggy),
         "operations": per_op,
         "best_node": None if best is None else {"id": best.id, "step": best.step, "metric": best.metric_value,
+                                                "hidden_score": best.hidden_score,
                                                 "operation": best.operation, "approach": best.approach_tag},
         "seconds_per_node": split,
         "grade_report": dumped if is_grade else None,
         "problem_report": None if is_grade else dumped,
         "hand_in": {"node_id": chosen.id if chosen else None, "step": chosen.step if chosen else None,
-                    "reason": why},
+                    "reason": why, "final_fit": journal.info.get("final_fit")},
+        "fitness": fitness_summary(journal),
         "llm": llm,
         "stop_reason": stop_reason,
         "improvements": improvements_by_operation(journal),
@@ -180,9 +187,10 @@ def final_report_markdown(
     grade = summary.get("grade_report") or summary.get("problem_report") or {}
     best = summary.get("best_node")
     if best:
+        held_out = f", hidden-split score {best['hidden_score']}" if best.get("hidden_score") is not None else ""
         lines += [
             f"**Best node** step {best['step']} ({best['operation']}, `{best['id'][:8]}`): "
-            f"validation metric {best['metric']}; {best['approach'] or ''}",
+            f"validation metric {best['metric']}{held_out}; {best['approach'] or ''}",
             "",
         ]
     else:
@@ -211,6 +219,7 @@ def final_report_markdown(
     for op, row in summary["operations"].items():
         lines.append(f"| {op} | {row['count']} | {row['valid']} | {row['dead']} | {row['debugged']} |")
     lines += improvement_lines(summary)
+    lines += fitness_lines(summary.get("fitness"))
     split = summary["seconds_per_node"]
     lines += [
         "",

@@ -18,8 +18,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
+from swarm_evo.reporting.fitness_report import fitness_summary
 from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats
 
 OPERATIONS = ("draft", "merge", "mutate")
@@ -89,7 +91,7 @@ def attempt_succeeded(node: Node, attempt: int) -> bool | None:
 
 def _scored(node: Node) -> bool:
     """In the mean-fitness denominator: not buggy and a parsed metric (hence a fitness)."""
-    return not node.is_buggy and node.fitness is not None
+    return not node.is_buggy and ranking.fitness(node) is not None
 
 
 # --------------------------------------------------------------------------- per operation
@@ -110,7 +112,7 @@ def operation_stats(journal: Journal, operation: str) -> dict[str, Any]:
     * ``debug_fix_rate_2`` — among nodes that reached debug attempt 2 (``debug_attempts >= 2``,
       i.e. attempt 1 failed too), the share whose attempt 2 succeeded; None when none did.
     * ``scored`` — nodes that are not buggy and have a metric: the mean denominators below.
-    * ``mean_fitness`` — mean of ``node.fitness`` over the scored nodes; None when there are
+    * ``mean_fitness`` — mean of the ranking fitness (:func:`swarm_evo.population.ranking.fitness`) over the scored nodes; None when there are
       none. Fitness is direction-aware: the metric, *negated* when lower is better
       (``lower_is_better``), so e.g. an RMSE competition gives negative numbers and higher is
       always better.
@@ -130,7 +132,7 @@ def operation_stats(journal: Journal, operation: str) -> dict[str, Any]:
         "dead_rate": _share(sum(1 for n in nodes if n.dead), count),
         "debug_fix_rate_1": _share(sum(1 for n in debugged if attempt_succeeded(n, 1)), len(debugged)),
         "debug_fix_rate_2": _share(sum(1 for n in reached_2 if attempt_succeeded(n, 2)), len(reached_2)),
-        "mean_fitness": _mean([n.fitness for n in scored]),  # type: ignore[misc]
+        "mean_fitness": _mean([ranking.fitness(n) for n in scored]),  # type: ignore[misc]
         "mean_metric": _mean([n.metric_value for n in scored]),  # type: ignore[misc]
         "scored": len(scored),
     }
@@ -209,6 +211,9 @@ def build_run_report(
       event, SPEC §9).
     * ``phase2_started_at_step`` — the smallest ``step`` among Phase 2 nodes; None when
       Phase 2 never ran.
+    * ``fitness`` — what the run selected on and how well the printed metric ranks the nodes
+      against the hidden score (:func:`swarm_evo.reporting.fitness_report.fitness_summary`);
+      ``best.hidden_score`` is the best node's hidden score in a run with a hidden split.
     """
     nodes = journal.nodes
     best = journal.best_node()
@@ -228,7 +233,9 @@ def build_run_report(
             "operation": best.operation,
             "agent_id": best.agent_id,
             "metric": best.metric_value,
+            **({"hidden_score": best.hidden_score} if best.hidden_score is not None else {}),
         },
+        "fitness": fitness_summary(journal),
         "operations": {op: {**operation_stats(journal, op), **improvement_stats(journal, op)}
                        for op in _operations(nodes)},
         "improvement_basis": BASIS,

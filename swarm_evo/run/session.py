@@ -42,6 +42,7 @@ from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.ledger import LEDGER_FILE, CallLedger, ledger_for
 from swarm_evo.llm.probe import check_model_access
 from swarm_evo.objective import Objective, ProblemObjective
+from swarm_evo.objective.fitness import DERIVED_DIRS, apply_fitness, choose_fitness
 from swarm_evo.objective.load import load_objective, recorded_data_dir
 from swarm_evo.population.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
@@ -234,6 +235,7 @@ def open_session(
     store = checked_store(config.store.url)
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
     check_prompt_window(config, objective)  # also for runs started from a deployment, not the CLI
+    choose_fitness(objective, config.search)  # search.fitness: hidden where no split is possible is bad input
     check_model_access(endpoint)
     probes = probe_endpoints(endpoint, config)  # fail fast: unreachable endpoint, refused key, unknown model
     run_dir = Path(run_dir).resolve()
@@ -260,11 +262,13 @@ def open_session(
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         mirror = mirror_run(run_dir, store, journal.info["run_id"], [node.id for node in journal.nodes],
-                            owner or new_owner(), max_file_mb=config.store.max_file_mb)
+                            owner or new_owner(), max_file_mb=config.store.max_file_mb,
+                            derived=DERIVED_DIRS)  # rebuilt by every session open, from the seed: never uploaded
     except Exception:
         if created:  # refused before anything was written: leave no empty run directory behind
             run_dir.rmdir()
         raise
+    apply_fitness(objective, config.search, config.seed, run_dir, journal.info, len(journal))  # the hidden split (issue 41)
     if mirror is not None:
         journal.after_save = mirror.request  # the store is at most the node in flight behind
     journal.save()

@@ -39,7 +39,9 @@ class Attempt(BaseModel):
     no metric line; for problems: the evaluation's error); empty means the execution
     succeeded. ``attempt`` is 0 for the operation's own program and n for debug attempt n.
     ``metric`` is the objective's score of this version (None when it failed) and
-    ``evaluation`` the Eval Service summary for problems (None for competitions).
+    ``evaluation`` the Eval Service summary for problems (None for competitions);
+    ``hidden_score`` the host's grade of the submission's hidden rows (runs with a hidden split,
+    issue 41; None otherwise).
     """
 
     attempt: int = 0
@@ -50,6 +52,7 @@ class Attempt(BaseModel):
     usage: LLMUsage = Field(default_factory=LLMUsage)
     metric: float | None = None
     evaluation: dict | None = None
+    hidden_score: float | None = None
 
     @property
     def failed(self) -> bool:

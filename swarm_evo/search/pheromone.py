@@ -30,7 +30,7 @@ Upstream bugs this module avoids (each has a test in ``tests/test_pheromone.py``
    and their outcomes) each time, so there is no counter to forget.
 3. *Metric direction ignored*: upstream normalised the raw metric, so for lower-is-better
    competitions the worst node got the most pheromone. Here ``Node.fitness`` (negated when
-   lower is better) is normalised.
+   lower is better, :func:`swarm_evo.population.ranking.fitness`) is ranked.
 4. *Computed once at review time*: upstream stored a pheromone on the node when it was
    reviewed, so it never saw later children, later nodes or the passing of steps. Here nothing
    is cached on nodes (Node has no pheromone field); every selection recomputes from the
@@ -39,13 +39,13 @@ Upstream bugs this module avoids (each has a test in ``tests/test_pheromone.py``
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Iterable, Sequence
 
 from swarm_evo.population.genes import LOCI, gene_id
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 
@@ -63,7 +63,7 @@ Q_GENE = 0.3
 """Weight of gene pheromone in quality (SPEC §8)."""
 Q_NODE = 0.7
 """Weight of the source node's pheromone in quality (SPEC §8)."""
-NEUTRAL = 0.5
+NEUTRAL = ranking.NEUTRAL
 """Value of ``norm`` when the pool's fitness range is 0, and of ``success_ratio`` with no children."""
 
 
@@ -88,7 +88,7 @@ class _Context:
         self.nodes = journal.nodes
         self.pool = [n for n in self.nodes if journal.is_valid(n)]
         self.pool_ids = {n.id for n in self.pool}
-        self.fits = sorted(n.fitness for n in self.pool if n.fitness is not None)
+        self.fits = sorted(f for f in (ranking.fitness(n) for n in self.pool) if f is not None)
         # children per node id: same relation as Journal.children_of, counted once per child
         self.children: dict[str, list[Node]] = {}
         for child in self.nodes:
@@ -102,17 +102,10 @@ class _Context:
         """Mid-rank percentile of the node's fitness among the *other* valid nodes (module
         docstring): 1 beats all, 0 beats none, ties count half; 0.5 with no other valid
         node; 0 without a fitness."""
-        fit = node.fitness
+        fit = ranking.fitness(node)
         if fit is None:
             return 0.0
-        below = bisect.bisect_left(self.fits, fit)
-        equal = bisect.bisect_right(self.fits, fit) - below
-        if node.id in self.pool_ids:
-            equal -= 1  # the node itself
-        others = len(self.fits) - (1 if node.id in self.pool_ids else 0)
-        if others <= 0:
-            return NEUTRAL
-        return (below + 0.5 * equal) / others
+        return ranking.mid_rank(fit, self.fits, includes_self=node.id in self.pool_ids)
 
     def success_ratio(self, node: Node) -> float:
         kids = self.children.get(node.id, [])
@@ -232,7 +225,7 @@ def build_gene_pools(
                 continue
             source = max(
                 offering,
-                key=lambda c: (ph[c.id], c.fitness if c.fitness is not None else -math.inf, -(c.step or 0)),
+                key=lambda c: (ph[c.id], *ranking.rank_key(c)),
             )
             last_seen = max(c.step or 0 for c in carriers)
             g_ph = gene_pheromone([ph[c.id] for c in carriers], last_seen, current_step)
@@ -249,10 +242,9 @@ def build_gene_pools(
                     last_seen_step=last_seen,
                 )
             )
-        fit = {n.id: (n.fitness if n.fitness is not None else -math.inf) for n in ctx.pool}
-        step = {n.id: n.step or 0 for n in ctx.pool}
+        rank = {n.id: ranking.rank_key(n) for n in ctx.pool}  # (fitness, -step)
         cands.sort(
-            key=lambda c: (-c.quality, -fit[c.source_node_id], step[c.source_node_id], c.gene_id)
+            key=lambda c: (-c.quality, -rank[c.source_node_id][0], -rank[c.source_node_id][1], c.gene_id)
         )
         pools[locus] = cands
     return pools

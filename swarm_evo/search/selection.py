@@ -20,20 +20,16 @@ SPEC §6 and seed 000 decisions G, H, L, M:
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
 from swarm_evo.population.genes import DEFAULT_STUB_THRESHOLD, LOCI, gene_id, non_stub_loci
+from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 from swarm_evo.search.pheromone import GeneCandidate, build_gene_pools
-
-
-def _fit(node: Node) -> float:
-    return node.fitness if node.fitness is not None else -math.inf
 
 
 @dataclass
@@ -258,7 +254,7 @@ def primary_parent(plan: GenePlan, journal: Journal) -> Node:
     if not counts:
         raise ValueError("gene plan is empty")
     nodes = [journal.get(nid) for nid in counts]
-    return max(nodes, key=lambda n: (counts[n.id], _fit(n), -(n.step or 0)))
+    return max(nodes, key=lambda n: (counts[n.id], *ranking.rank_key(n)))
 
 
 def tournament_select(pool: Sequence[Node], k: int, rng: random.Random) -> Node:
@@ -273,7 +269,7 @@ def tournament_select(pool: Sequence[Node], k: int, rng: random.Random) -> Node:
     if k < 1:
         raise ValueError(f"tournament size must be >= 1, got {k}")
     contestants = rng.sample(list(pool), min(k, len(pool)))
-    return max(contestants, key=lambda n: (_fit(n), -(n.step or 0)))
+    return ranking.best(contestants)
 
 
 def select_mutation_target(
@@ -302,7 +298,9 @@ def choose_phase2_operation(
 
 
 def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:
-    """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt.
+    """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt; in a
+    run with a hidden split a valid node also has ``held_out`` (its hidden score) and ``leaks``
+    (:func:`swarm_evo.population.ranking.printed_misleads`).
 
     Seed 000 ``build_draft_history``; ``metric`` is None for a buggy or dead node (the draft
     prompt shows it as "failed"). ``approach`` is what the prompt shows: the approach tag, or,
@@ -325,10 +323,13 @@ def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[s
         approach = node_summary(n).rstrip(". ")
         if include_failed and not approach:
             continue
-        out.append({
+        item = {
             "step": n.step,
             "approach_tag": n.approach_tag,
             "metric": None if (n.is_buggy or n.dead) else n.metric_value,
             "approach": approach or tag,
-        })
+        }
+        if n.hidden_score is not None and not (n.is_buggy or n.dead):  # issue 41: the host's score beside it
+            item.update(held_out=n.hidden_score, leaks=ranking.printed_misleads(n))
+        out.append(item)
     return out

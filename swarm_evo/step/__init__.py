@@ -10,6 +10,8 @@
 - :mod:`~swarm_evo.step.review_call`: the review call, and when the reviewer alone flags a bug;
 - :mod:`~swarm_evo.step.assembly`: build the step's node (or a dead node for a failed generation);
 - :mod:`~swarm_evo.step.persistence`: append the node, hand in the best work, the run's end;
+- :mod:`~swarm_evo.step.final_fit`: the hand-in's program trained once more on the full public
+  data (runs with a hidden split, issue 41);
 - :mod:`~swarm_evo.step.limits`: the cost and failing-model limits;
 - :mod:`~swarm_evo.step.attempt_files`: a debug attempt's files kept beside the node.
 

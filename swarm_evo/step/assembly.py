@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from swarm_evo.llm.errors import TRANSIENT_ERRORS
 from swarm_evo.population.genes import parse_genes
+from swarm_evo.population import ranking
 from swarm_evo.population.node import LLMUsage, Node
 from swarm_evo.run.session import RunSession
 from swarm_evo.search.debug_chain import ChainOutcome, recorded_output
@@ -47,7 +48,7 @@ def assemble_node(
             "orchestration": round(max(0.0, wall_seconds - usage.seconds - exec_seconds), 3),
         },
     )
-    return Node(
+    node = Node(
         id=node_id,
         parent_id=request.parent_id,
         operation=request.operation,
@@ -61,6 +62,7 @@ def assemble_node(
         term_out=recorded_output(final.result.term_out),
         exec_time=final.result.exec_time,
         metric_value=review.metric_value,
+        hidden_score=final.hidden_score,
         lower_is_better=session.objective.is_lower_better,
         is_buggy=is_buggy,
         dead=chain.dead,
@@ -71,6 +73,11 @@ def assemble_node(
         llm_usage=usage,
         metadata=metadata,
     )
+    gap = ranking.printed_gap(node)
+    if gap is not None:  # issue 41: how far the program's own validation overstates the held-out rows
+        node.metadata["printed_gap"] = round(gap, 6)
+        node.metadata["printed_misleads"] = ranking.printed_misleads(node)
+    return node
 
 
 def failed_generation_node(

@@ -23,4 +23,5 @@ def execute_program(session: RunSession, node_id: str, code: str, attempt: int =
         usage=usage or LLMUsage(),
         metric=assessment.metric,
         evaluation=assessment.evaluation,
+        hidden_score=assessment.hidden_score,
     )

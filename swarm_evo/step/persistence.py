@@ -14,6 +14,7 @@ from swarm_evo.population.node import Node
 from swarm_evo.reporting.run_report import build_run_report
 from swarm_evo.reporting.run_report import write_run_report as save_run_report
 from swarm_evo.run.session import RunSession
+from swarm_evo.step.final_fit import FINAL_FIT_KEY, final_fit
 from swarm_evo.step.limits import check_limits
 from swarm_evo.step.request import OperationRequest, release_request
 
@@ -94,9 +95,12 @@ def handed_in(session: RunSession) -> tuple[Node | None, str]:
 
 def finalize_run(session: RunSession) -> tuple[Node | None, BaseModel]:
     """The objective's end of the run for the node the run hands in (:func:`publish_best`):
-    competitions grade its submission (``grade_report.json``); problems write its program,
-    ``best_metrics.json`` and ``problem_report.json``. Returns ``(handed-in node, report)``."""
+    with a hidden split, first its final fit on the full public data
+    (:func:`swarm_evo.step.final_fit.final_fit`, issue 41); then competitions grade the hand-in
+    (``grade_report.json``); problems write its program, ``best_metrics.json`` and
+    ``problem_report.json``. Returns ``(handed-in node, report)``."""
     handed_in = publish_best(session)
+    final_fit(session, handed_in)
     report = session.objective.finalize(session.run_dir, handed_in)
     return handed_in, report
 
@@ -113,7 +117,7 @@ def write_run_report(session: RunSession) -> dict:
     report = build_run_report(session.journal, evolutions, session.agents.ids)
     chosen, why = handed_in(session)
     report["hand_in"] = {"node_id": chosen.id if chosen else None, "step": chosen.step if chosen else None,
-                         "reason": why}
+                         "reason": why, "final_fit": session.journal.info.get(FINAL_FIT_KEY)}
     report["llm"] = session.ledger.summary().report()  # every model call, failed and preflight ones too
     report["stop_reason"] = session.stop_reason
     if session.mirror is not None:

@@ -106,6 +106,7 @@ class RunMirror:
         max_file_mb: files larger than this (MiB) are skipped and recorded (``store.max_file_mb``).
         on_superseded: called once (from the mirror's thread) with the
             :class:`~swarm_evo.store.lease.SupersededError` when another process took ``target`` over.
+        derived: top-level folders not mirrored (rebuilt by every session: the hidden split).
         retry_initial, retry_max: seconds of the first and the longest wait between attempts
             when the store fails (doubling: 1, 2, 4, ... 60).
         period: seconds between syncs without a request (:data:`SYNC_PERIOD`).
@@ -113,13 +114,14 @@ class RunMirror:
 
     def __init__(self, run_dir: Path, target: Store, *, lease: Lease | None = None,
                  max_file_mb: int = DEFAULT_MAX_FILE_MB,
-                 on_superseded: Callable[[SupersededError], None] | None = None,
+                 on_superseded: Callable[[SupersededError], None] | None = None, derived: tuple[str, ...] = (),
                  retry_initial: float = 1.0, retry_max: float = 60.0, period: float = SYNC_PERIOD) -> None:
         self.run_dir = Path(run_dir)
         self.target = target
         self.lease = lease
         self.max_file_bytes = max_file_mb * 1024 * 1024
         self.on_superseded = on_superseded
+        self.derived = frozenset(derived)
         self.superseded: SupersededError | None = None
         self.stats = MirrorStats()
         self._period = period
@@ -257,7 +259,7 @@ class RunMirror:
         journal = self._read_local(JOURNAL_FILE)  # first: the node files it names are on disk already
         result = self._read_local(RESULT_FILE)
         uploaded = 0
-        for entry in walk_files(self.run_dir):
+        for entry in walk_files(self.run_dir, skip_top=self.derived):
             rel, signature = entry.rel, entry.signature
             if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE) or self._sent.get(rel) == signature or _is_temporary(rel):
                 continue
@@ -369,7 +371,7 @@ def _is_temporary(rel: str) -> bool:
 
 
 def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str], owner: dict, *,
-               max_file_mb: int = DEFAULT_MAX_FILE_MB,
+               max_file_mb: int = DEFAULT_MAX_FILE_MB, derived: tuple[str, ...] = (),
                on_superseded: Callable[[SupersededError], None] | None = None) -> RunMirror | None:
     """Take ``STORE/runs/<run_dir's name>`` over for this run (:func:`~swarm_evo.store.lease.take_over`)
     and start mirroring ``run_dir`` there; None without a store, or when ``run_dir`` is the store's
@@ -379,6 +381,8 @@ def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str]
         run_id: the run's identity (``journal.info["run_id"]``).
         nodes: the node ids of the local journal, in order (they must extend the store's).
         owner: :func:`~swarm_evo.store.lease.new_owner` of this process.
+        derived: top-level folders of ``run_dir`` that are not mirrored: derived data every
+            session rebuilds (the hidden split's view and answers, issue 41).
 
     Raises:
         LocationClashError: the location holds another run.
@@ -398,4 +402,5 @@ def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str]
     except Exception as exc:  # the store answered check_store a moment ago; say what failed now
         raise StoreError(f"{target.url}: cannot take the run's lease ({' '.join(f'{type(exc).__name__}: {exc}'.split())})"
                          ) from None
-    return RunMirror(run_dir, target, lease=lease, max_file_mb=max_file_mb, on_superseded=on_superseded).start()
+    return RunMirror(run_dir, target, lease=lease, max_file_mb=max_file_mb, on_superseded=on_superseded,
+                     derived=derived).start()

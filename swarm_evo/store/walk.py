@@ -88,21 +88,22 @@ class RunFile:
             raise
 
 
-def walk_files(run_dir: Path) -> Iterator[RunFile]:
-    """Every regular file under ``run_dir`` except scratch (:func:`is_scratch`), depth first,
-    never through a link (see the module). Folders that vanish or cannot be opened are skipped.
+def walk_files(run_dir: Path, skip_top: frozenset[str] = frozenset()) -> Iterator[RunFile]:
+    """Every regular file under ``run_dir`` except scratch (:func:`is_scratch`) and the top-level
+    folders named in ``skip_top``, depth first, never through a link (see the module). Folders
+    that vanish or cannot be opened are skipped.
 
     Raises:
         OSError: ``run_dir`` itself cannot be opened.
     """
     root = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield from _walk(root, ())
+        yield from _walk(root, (), skip_top)
     finally:
         os.close(root)
 
 
-def _walk(dir_fd: int, parts: tuple[str, ...]) -> Iterator[RunFile]:
+def _walk(dir_fd: int, parts: tuple[str, ...], skip_top: frozenset[str] = frozenset()) -> Iterator[RunFile]:
     try:
         entries = list(os.scandir(dir_fd))
     except OSError:
@@ -114,7 +115,8 @@ def _walk(dir_fd: int, parts: tuple[str, ...]) -> Iterator[RunFile]:
             continue
         if stat.S_ISREG(st.st_mode):
             yield RunFile("/".join([*parts, entry.name]), st.st_size, st.st_mtime_ns, entry.name, dir_fd)
-        elif stat.S_ISDIR(st.st_mode) and not is_scratch((*parts, entry.name)):
+        elif stat.S_ISDIR(st.st_mode) and not is_scratch((*parts, entry.name)) and not (
+                not parts and entry.name in skip_top):
             try:
                 child = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
             except OSError:  # swapped for a link (ELOOP / ENOTDIR) or removed since

@@ -49,7 +49,7 @@ ReviewShape = Literal[
     "json_bare",        # no tool call: prose, then a bare JSON object
     "think_json",       # <think>...</think> then a fenced JSON object
 ]
-Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir", "disk_fill", "answer_hunt"]
+Fault = Literal["chatty_crash", "name_error", "submission_fifo", "submission_dir", "disk_fill", "answer_hunt", "liar"]
 
 CHATTY_BYTES = 2_000_000
 """How much a ``chatty_crash`` program prints before it raises (issue 13: "2 MB")."""
@@ -116,7 +116,9 @@ class Scenario(BaseModel):
     safely); ``disk_fill`` writes 10 GB into ``working/``; ``answer_hunt`` (issue 32) looks for the
     competition's answers (``/proc/self/mountinfo``, ``..`` of ``input``, ``/proc/*/root``, usual
     roots) and for the host's listening ports, prints ``HUNT: answers=...; ports=...`` and, when it
-    found the answers, hands them in as its submission at exit (the program runs fine otherwise). The debug brain always repairs them (the planted lines carry a ``# stand-in:``
+    found the answers, hands them in as its submission at exit (the program runs fine otherwise); ``liar`` (issue 41)
+    hands in the sample submission (a constant) at exit and prints ``Validation metric: 0.99`` as
+    its last line (the program runs fine otherwise). The debug brain always repairs them (the planted lines carry a ``# stand-in:``
     comment)."""
 
     fast_programs: bool = True
@@ -192,6 +194,12 @@ ANSWER_HUNT = Scenario(
     draft_faults={i: "answer_hunt" for i in range(64)},
 )
 
+LIAR = Scenario(
+    name="liar",
+    description="the second and fourth drafts hand in a constant and print 'Validation metric: 0.99' (issue 41)",
+    draft_faults={1: "liar", 3: "liar"},
+)
+
 BAD_KEY = Scenario(
     name="bad_key",
     description="the server wants another API key: 401 on every request",
@@ -206,6 +214,6 @@ SERVER_ERRORS = Scenario(
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     TIDY, EVERYTHING, NO_TOOLS, IGNORES_TOOLS, HANGS, STRICT_REVIEWER, ANSWER_HUNT, BROKEN_FIXES, CHATTY, HOSTILE_SUBMISSION, BAD_KEY,
-    SERVER_ERRORS,
+    SERVER_ERRORS, LIAR,
 )}
 """The named presets, selectable per test (``llm_server.use("everything")``)."""
