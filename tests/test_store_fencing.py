@@ -237,9 +237,11 @@ def test_scratch_is_never_uploaded_wherever_it_moved(tmp_path):
         (run_dir / tree / "working").mkdir(parents=True, exist_ok=True)
         (run_dir / tree / "working" / "model.bin").write_bytes(b"m" * 1000)
         (run_dir / tree / "solution.py").write_text("print(1)\n")
-    RunMirror(run_dir, store.run("r")).sync_once()
+    (run_dir / "hidden_split" / "input").mkdir(parents=True)  # derived: rebuilt by every session (issue 41)
+    (run_dir / "hidden_split" / "answers.csv").write_text("id,y\n1,0\n")
+    RunMirror(run_dir, store.run("r"), derived=("hidden_split",)).sync_once()
     files = store_files(store.run("r").url)
-    assert not [p for p in files if "/working/" in p], sorted(files)
+    assert not [p for p in files if "/working/" in p or p.startswith("hidden_split/")], sorted(files)
     assert {"attempts/n0/solution.py", "interrupted/n9/solution.py", "interrupted/n9-2/solution.py"} <= set(files)
 
 
