@@ -89,9 +89,9 @@ def test_the_stores_journal_never_names_a_node_whose_files_are_missing(tmp_path,
     mirror = RunMirror(run_dir, store.run("run"))
     real_walk = mirror_module.walk_files
 
-    def walk_then_append(root):  # the journal is read first; a node lands while the files are listed
+    def walk_then_append(root, **kwargs):  # the journal is read first; a node lands while the files are listed
         _fake_run(run_dir, 2)
-        yield from real_walk(root)
+        yield from real_walk(root, **kwargs)
 
     monkeypatch.setattr(mirror_module, "walk_files", walk_then_append)
     mirror.sync_once()

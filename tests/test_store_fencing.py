@@ -95,9 +95,9 @@ def test_a_copy_frozen_in_the_middle_of_a_sync_stops_before_its_next_upload(tmp_
     clock = [time.monotonic()]
     monkeypatch.setattr(mirror_module.time, "monotonic", lambda: clock[0])
 
-    def frozen_after_one_file(root):
+    def frozen_after_one_file(root, **kwargs):
         given = 0
-        for entry in real_walk(root):  # lazily: an entry opens relative to its folder's open descriptor
+        for entry in real_walk(root, **kwargs):  # lazily: an entry opens relative to its folder's open descriptor
             if given == 1:  # the first file went up; frozen for minutes, and taken over meanwhile
                 take_over(location, "run-a", ["n0", "n1", "n2"], new_owner("new"))
                 clock[0] += 120.0

@@ -56,7 +56,7 @@ from swarm_evo.store.lease import (
     take_over,
 )
 from swarm_evo.store.location import Store, StoreError, put_object
-from swarm_evo.store.walk import walk_files
+from swarm_evo.store.walk import is_temporary, printable, walk_files
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ class RunMirror:
         uploaded = 0
         for entry in walk_files(self.run_dir, skip_top=self.derived):
             rel, signature = entry.rel, entry.signature
-            if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE) or self._sent.get(rel) == signature or _is_temporary(rel):
+            if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE) or self._sent.get(rel) == signature or is_temporary(rel):
                 continue
             reason = self._refusal(rel, entry.size)
             if reason is not None:
@@ -357,17 +357,6 @@ class RunMirror:
     def _put(self, rel: str, source) -> None:
         self._check_lease()  # right before every upload; only the request in flight can outlive a freeze
         put_object(self.target, rel, source, self._made_dirs)
-
-
-def printable(rel: str) -> str:
-    """``rel`` as text any log handler or JSON encoder takes: bytes of a name that is not UTF-8
-    (held as lone surrogates by ``os`` functions) shown as ``\\xe9`` escapes."""
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _is_temporary(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return name.startswith(".") and name.endswith(".tmp")
 
 
 def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str], owner: dict, *,

@@ -125,3 +125,15 @@ def _walk(dir_fd: int, parts: tuple[str, ...], skip_top: frozenset[str] = frozen
                 yield from _walk(child, (*parts, entry.name))
             finally:
                 os.close(child)
+
+
+def printable(rel: str) -> str:
+    """``rel`` as text any log handler or JSON encoder takes: bytes of a name that is not UTF-8
+    (held as lone surrogates by ``os`` functions) shown as ``\\xe9`` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def is_temporary(rel: str) -> bool:
+    """Whether ``rel`` names a temporary file of an atomic write in flight (``.<name>.*.tmp``)."""
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and name.endswith(".tmp")
