@@ -37,6 +37,7 @@ def _local_files(run_dir: Path) -> dict[str, bytes]:
         for p in run_dir.rglob("*")
         if p.is_file() and not p.is_symlink() and "working" not in p.relative_to(run_dir).parts
         and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+        and p.relative_to(run_dir).parts[0] != "hidden_split"  # derived: rebuilt by every session, never mirrored
     }
 
 

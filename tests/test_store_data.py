@@ -180,12 +180,15 @@ def test_a_run_reads_the_competition_from_the_store(prefect_server, kind, reques
 
     public = part_root(url, "public") / COMP / "prepared" / "public"
     answers = (local_copy / COMP / "prepared/private/test.csv").read_bytes()
+    # programs see the run's view of the cached public part (the hidden split's, issue 41)
+    view = run_dir / "hidden_split" / "input"
+    assert (view / "description.md").read_bytes() == (public / "description.md").read_bytes()
     inputs = [node / "input" for node in (run_dir / "nodes").iterdir() if (node / "input").is_symlink()]
     assert inputs, "the local backend links each node's input/"
     for link in inputs:
-        assert Path(os.path.realpath(link)) == public.resolve()
+        assert Path(os.path.realpath(link)) == view.resolve()
         seen = [p for p in Path(os.path.realpath(link)).rglob("*") if p.is_file()]
-        assert seen and all("private" not in p.relative_to(public.resolve()).parts for p in seen)
+        assert seen and all("private" not in p.relative_to(view.resolve()).parts for p in seen)
         assert all(p.read_bytes() != answers for p in seen), "no answer file where a program looks"
     assert not Path(os.path.realpath(part_root(url, "private"))).is_relative_to(public.resolve())
     assert (part_root(url, "private") / COMP / "prepared/private/test.csv").read_bytes() == answers
