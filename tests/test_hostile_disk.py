@@ -61,6 +61,13 @@ CASES = {
     "disk_sparse_many": "wrote",  # apparent size counts (issue 40, item 7)
 }
 
+SPARSE_OVERSHOOT_MB = 400
+"""Growth allowed past the limit (MiB) for ``disk_sparse_many``: each of its files adds 40 MiB
+at once (a ``truncate``), one every 0.1 s, so what passes the limit is the files made while the
+watcher waits for a CPU: ten files is a second of that. The CI run of 3a82b88 (suite 94 % busy)
+saw 31 files made at 20 ms each before the stop (0.6 s late); unstopped, the program leaves
+2,000 MiB, so the bound still tells a counted sparse file from an uncounted one."""
+
 RESULTS: list[tuple[str, str, str | None, float, float]] = []
 
 
@@ -87,7 +94,8 @@ def test_ten_gigabytes_stop_at_the_disk_limit(backend: Backend, scene: Scene, ca
     assert res.exc_type == DISK_LIMIT_ERROR, (res.exc_type, res.exc_info, res.term_out[-2000:])
     assert "sandbox.disk_limit_mb = 64 MiB" in res.exc_info and CASES[case] in res.exc_info, res.exc_info
     assert not res.timed_out and elapsed < STOPPED_WITHIN, f"took {elapsed:.1f} s: the limit did not stop it"
-    assert grown <= LIMIT_MB + OVERSHOOT_MB, f"the directory holds {grown:.0f} MiB"
+    overshoot = SPARSE_OVERSHOOT_MB if case == "disk_sparse_many" else OVERSHOOT_MB
+    assert grown <= LIMIT_MB + overshoot, f"the directory holds {grown:.0f} MiB"
     assert_no_strays(scene.marker, scene.workdir)
     if backend.client is not None:
         assert not our_containers(backend.client, scene.workdir), "a container of the Docker backend remains"
