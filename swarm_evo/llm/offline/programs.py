@@ -300,7 +300,7 @@ def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, co
     if locus == "TRAINING_TRICKS":
         if boosters.installed(packages, "optuna") and rng.random() < OPTUNA_SWITCH_RATE:
             return switch_optuna(info, text)
-        exclude = ("LOG_TARGET",) if info.grader == "root-mean-squared-log-error" else ()
+        exclude = ("LOG_TARGET",) if info.non_negative else ()
         res = perturb_constant(text, rng, exclude=exclude + ("CLIP_EPS",))
         if res:
             return res
