@@ -1,7 +1,8 @@
 """Prompt sizes per operation in finished runs (issue 13: prompts within the model's context).
 
 Reads every ``RUN_DIR/nodes/*/prompt-*.md`` and prints, per run directory and per operation
-(draft, merge, mutate, debug, fix, review, and any other prompt name), the number of prompts
+(the registered operations, swarm_evo/operators/: draft, merge, mutate, debug; then fix, review,
+and any other prompt name), the number of prompts
 and the mean and max of their sizes in characters. ``prompt-debug1.md`` / ``prompt-debug2.md``
 count as ``debug``; ``prompt-fix.md`` / ``prompt-fix-debug1.md`` as ``fix``.
 
@@ -17,8 +18,15 @@ import re
 import sys
 from pathlib import Path
 
-OPERATIONS = ("draft", "merge", "mutate", "debug", "fix", "review")
-"""The operations printed first, in this order; other prompt names follow alphabetically."""
+from swarm_evo.operators import registry
+
+OTHER_PROMPTS = ("fix", "review")
+"""Prompts of calls that are no search operation, printed after the operations'."""
+
+
+def first_printed() -> tuple[str, ...]:
+    """The prompt names printed first, in this order; other prompt names follow alphabetically."""
+    return registry.names() + OTHER_PROMPTS
 
 
 def operation_of(path: Path) -> str:
@@ -40,7 +48,8 @@ def prompt_sizes(run_dir: Path) -> dict[str, list[int]]:
 def table(run_dir: Path) -> str:
     """A plain-text table: operation, count, mean chars, max chars."""
     sizes = prompt_sizes(run_dir)
-    ops = [op for op in OPERATIONS if op in sizes] + sorted(op for op in sizes if op not in OPERATIONS)
+    first = first_printed()
+    ops = [op for op in first if op in sizes] + sorted(op for op in sizes if op not in first)
     lines = [f"{run_dir}", f"{'operation':<10} {'count':>5} {'mean chars':>11} {'max chars':>10}"]
     for op in ops:
         values = sizes[op]

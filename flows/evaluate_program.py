@@ -224,7 +224,8 @@ def evaluate_program(
         instance: the instance of a problem with ``instances`` in problem.yaml (tsp: a TSPLIB
             name such as ``kroA100``, looked up as ``tsp/<instance>.tsp`` in the data
             directories; None = the problem's default, berlin52); an error for other problems.
-        executor: sandbox backend, ``local`` or ``docker``; image: the Docker sandbox image.
+        executor: sandbox backend (:mod:`swarm_evo.sandbox.backends`: ``local``, ``docker``); image: the
+            Docker sandbox image.
             (Plain ``str``, checked in the body: a ``Literal`` annotation breaks parameter
             validation in runs served by ``flow.serve``, whose subprocess gets the flow function
             by value through cloudpickle, without this module's ``Literal`` import.)
@@ -240,7 +241,7 @@ def evaluate_program(
         ProblemError: unknown problem / bad problem folder / missing data file / unknown instance
             (naming the directories searched and the instances found) or an instance given to
             a problem without instances.
-        ValueError: neither or both of program_path and program_code; executor not local/docker.
+        ValueError: neither or both of program_path and program_code; an unknown executor.
         ConfigError: a bad image name.
         SandboxUnavailableError: executor docker without a daemon or the image.
         FileNotFoundError: program_path or auxiliary_metrics_path is not a file.
@@ -249,12 +250,13 @@ def evaluate_program(
     from prefect.runtime import flow_run
 
     from swarm_evo.evaluation import load_problem
+    from swarm_evo.sandbox import backends
 
     logger = get_run_logger()
     if (program_path is None) == (program_code is None):
         raise ValueError("give exactly one of program_path and program_code")
-    if executor not in ("local", "docker"):
-        raise ValueError(f"executor must be 'local' or 'docker' (got {executor!r})")
+    if executor not in backends.NAMES:
+        raise ValueError(f"executor must be {' or '.join(map(repr, backends.NAMES))} (got {executor!r})")
     loaded = load_problem(problem, Path(data_dir) if data_dir else None, instance)
     out = Path(results_dir) if results_dir else default_results_dir(loaded.label, flow_run.get_id())
     out = out.expanduser().resolve()

@@ -45,6 +45,7 @@ from tasks.artifacts import (
     start_progress,
     update_progress,
 )
+from swarm_evo.sandbox import backends
 from swarm_evo.sandbox.program_env import program_env_warning, resolve_program_python
 from tasks.gpu import ensure_gpu_limit
 from tasks.grade import grade_best, write_run_report
@@ -198,7 +199,7 @@ def _search(session, config, llm_block: str | None) -> dict:
                 session.runtime.python, session.runtime.executable, session.device, session.packages)
     # unconfined programs (sandbox.allow_unconfined) are a warning in the run's first lines (issue 42)
     (logger.info if session.runtime.confined else logger.warning)("confinement: %s", session.runtime.confinement)
-    if config.sandbox.backend == "local":
+    if "python" in backends.get(config.sandbox.backend).keys:  # the backend runs programs with sandbox.python
         warning = program_env_warning(resolve_program_python(config.sandbox.python), session.runtime)
         if warning:
             logger.warning(warning)

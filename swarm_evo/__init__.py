@@ -9,6 +9,8 @@ checks all of it.
 
 - sandbox/: running an untrusted program (local process, Docker), and reading its output safely
 - config.py: the run configuration (``RunConfig``), its YAML file and its errors
+- operators/: the search operations' registry: name, phase, template, agent text, the offline
+  model's handlers and the report style of draft, merge, mutate and greedy's debug
 - competition/: MLE-bench competitions: layout, preparation, graders, grading, medals
 - population/: the population: a node, its genes, the journal of every node
 - store/: the run store (an fsspec URL): mirroring a run directory to it, reading runs back

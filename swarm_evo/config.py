@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from swarm_evo.sandbox import backends
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE
 from swarm_evo.sandbox.gpus import parse_gpus
@@ -161,10 +162,16 @@ class ModelConfig(_Section):
         return self
 
 
-class SandboxConfig(_Section):
-    """Where generated programs run (SPEC §10). Keys marked (docker) apply to that backend."""
+BackendName = Literal[backends.NAMES]
+"""A sandbox backend's name (:mod:`swarm_evo.sandbox.backends`)."""
 
-    backend: Literal["local", "docker"] = Field("local", description="local process or Docker container.")
+
+class SandboxConfig(_Section):
+    """Where generated programs run (SPEC §10). Keys marked (docker) or (local) apply to that backend
+    only (:data:`swarm_evo.sandbox.backends.BACKENDS`, ``Backend.keys``)."""
+
+    backend: BackendName = Field(backends.NAMES[0], description="The backend that runs programs: "
+                                 + backends.help_text() + ".")
     exec_timeout: float = Field(3_600, gt=0, description="Seconds per execution (capped by the time limit).")
     max_output_bytes: int = Field(1_000_000, ge=1_000, description="Captured stdout+stderr cap.")
     memory_limit_mb: int | None = Field(
@@ -214,11 +221,12 @@ class SandboxConfig(_Section):
         return list(spec) if isinstance(spec, tuple) else spec
 
     @model_validator(mode="after")
-    def _gpus_need_docker(self) -> "SandboxConfig":
-        if self.gpus is not None and self.backend != "docker":
+    def _gpus_need_their_backend(self) -> "SandboxConfig":
+        owners = backends.readers("gpus")
+        if self.gpus is not None and self.backend not in owners:
             raise ValueError(
-                "gpus needs backend docker (--executor docker); the local backend's programs "
-                "already see the host's GPUs, so set gpus to none there"
+                f"gpus needs backend {' or '.join(owners)} (--executor {owners[0]}); the {self.backend} backend's "
+                "programs already see the host's GPUs, so set gpus to none there"
             )
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
-from swarm_evo.learning.agent_evolution import AGENT_TEXTS_TOOL
+from swarm_evo.learning.agent_evolution import agent_texts_tool
 from swarm_evo.llm.review_completion import ReviewReply, complete_review
 from swarm_evo.run.session import get_session
 from swarm_evo.step import evolve_agents as evolution
@@ -18,7 +18,7 @@ def ask_agent_texts(run_dir: str, prompt: str, ctx: dict) -> ReviewReply:
     """One forced ``submit_agent_texts`` call for one weak agent (``ctx["call_key"]`` is
     ``evolution<k>:<agent id>``); transient model errors are retried (tasks._policy.LLM_RETRY).
     Returns the :class:`swarm_evo.llm.review_completion.ReviewReply` of :func:`swarm_evo.llm.review_completion.complete_review`."""
-    return complete_review(get_session(run_dir).evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+    return complete_review(get_session(run_dir).evolution_endpoint, prompt, agent_texts_tool(), ctx)
 
 
 @task(name="evolve-agents", task_run_name="evolve-agents-epoch{epoch}", **TASK_DEFAULTS)

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from factories import make_node
 
-from swarm_evo.learning.agents import TEXT_KINDS, AgentPool, initial_texts
+from swarm_evo.learning.agents import AgentPool, initial_texts, text_kinds
 from swarm_evo.learning.dispatcher import Dispatcher
 from swarm_evo.learning.experience import (
     ExperiencePool,
@@ -26,16 +26,16 @@ def test_agents_start_identical_from_the_templates_and_live_in_the_run_dir(tmp_p
     pool = AgentPool.open(tmp_path, 4)
     assert pool.ids == ["agent-1", "agent-2", "agent-3", "agent-4"]
     start = initial_texts()
-    assert set(start) == set(TEXT_KINDS) and all(start.values())
+    assert set(start) == set(text_kinds()) and all(start.values())
     assert all(a.texts == start and a.generation == 0 for a in pool.all())
     for agent_id in pool.ids:
-        for kind in TEXT_KINDS:
+        for kind in text_kinds():
             assert (tmp_path / "agents" / agent_id / f"{kind}.md").read_text().strip() == start[kind]
 
 
 def test_rewrite_persists_and_reopens(tmp_path):
     pool = AgentPool.open(tmp_path, 2)
-    new = {kind: f"new {kind} text" for kind in TEXT_KINDS}
+    new = {kind: f"new {kind} text" for kind in text_kinds()}
     agent = pool.rewrite("agent-2", new, evolved_from="agent-1", evolution=1)
     assert agent.generation == 1 and agent.evolved_from == "agent-1" and agent.history == [1]
     again = AgentPool.open(tmp_path, 2)

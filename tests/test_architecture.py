@@ -173,3 +173,62 @@ def test_each_unit_imports_only_what_its_docstring_allows():
                 offenders.append(f"{path.relative_to(ROOT)} imports {target} ({unit} may import "
                                  f"{', '.join(sorted(allowed - {unit})) or 'nothing else'})")
     assert not offenders, "imports a unit's docstring does not allow:\n" + "\n".join(offenders)
+
+
+# ----------------------------------------------------------------------------- one home for each list
+REGISTRIES = {"swarm_evo/operators/builtin.py", "swarm_evo/sandbox/backends.py"}
+"""Where the lists of operations and of sandbox backends are written (issue 43)."""
+
+
+def _lists() -> dict[str, set[str]]:
+    from swarm_evo.operators import registry
+    from swarm_evo.sandbox import backends
+
+    return {"operations": set(registry.names()), "backends": set(backends.NAMES)}
+
+
+def _spelled_lists(source: str, lists: dict[str, set[str]]) -> list[tuple[int, str, list[str]]]:
+    """``(line, list name, strings)`` for every tuple, list or set literal, every dict literal's
+    keys and every ``Literal[...]`` that spells out a list: at least three of its names, or two
+    and nothing else (``("local", "docker")``; greedy's ``Literal["draft", "improve", "debug"]``
+    names actions, not the list)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = node.elts
+        elif isinstance(node, ast.Dict):
+            items = [k for k in node.keys if k is not None]
+        else:
+            continue
+        strings = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+        for what, names in lists.items():
+            hits = set(strings) & names
+            if len(hits) >= 3 or (len(hits) >= 2 and len(strings) == len(items) and set(strings) <= names):
+                found.append((node.lineno, what, strings))
+    return found
+
+
+def test_no_module_outside_the_registries_spells_out_the_operations_or_backends():
+    """The code that runs (swarm_evo/, flows/, tasks/, blocks/); a benchmark comparing two named
+    backends (benchmarks/sandbox_overhead.py: docker minus local) is no list of them."""
+    lists = _lists()
+    offenders = [f"{path.relative_to(ROOT)}:{line}: the {what} {strings}"
+                 for top in FIRST_PARTY for path in _python_files(top)
+                 if str(path.relative_to(ROOT)) not in REGISTRIES
+                 for line, what, strings in _spelled_lists(path.read_text(), lists)]
+    assert not offenders, ("read swarm_evo/operators/registry.py or swarm_evo/sandbox/backends.py instead of "
+                           "writing the list again:\n" + "\n".join(offenders))
+
+
+@pytest.mark.parametrize("source, caught", [
+    ('OPERATIONS = ("draft", "merge", "mutate")', True),
+    ('COLOURS = {"draft": "#1e88e5", "merge": "#8e24aa", "debug": "#f4511e"}', True),
+    ('def f() -> Literal["merge", "mutate"]: ...', True),
+    ('p.add_argument("--executor", choices=("local", "docker"))', True),
+    ('if executor not in ["local", "docker"]: ...', True),
+    ('ActionKind = Literal["draft", "improve", "debug"]', False),
+    ('POOL_TYPES = ("process", "docker")', False),
+    ('if node.operation == "merge": ...', False),
+])
+def test_a_spelled_out_list_would_be_caught(source, caught):
+    assert bool(_spelled_lists(source, _lists())) is caught

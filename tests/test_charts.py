@@ -106,8 +106,8 @@ def test_chart_marks_the_operation_of_each_new_best(tmp_path, monkeypatch, lower
     charts.best_fitness_chart(j, tmp_path / "chart.png")
     sign = -1 if lower else 1
     assert rings == {
-        "new best by draft": ((1, 2), (sign * 0.70, sign * 0.80), charts.OPERATION_COLOURS["draft"]),
-        "new best by mutate": ((4,), (sign * 0.85,), charts.OPERATION_COLOURS["mutate"]),
+        "new best by draft": ((1, 2), (sign * 0.70, sign * 0.80), charts.operation_colour("draft")),
+        "new best by mutate": ((4,), (sign * 0.85,), charts.operation_colour("mutate")),
     }, "the merge at step 6 (0.83) did not beat the mutate: no ring"
     assert labels == [("dr", (1, sign * 0.70)), ("dr", (2, sign * 0.80)), ("mu", (4, sign * 0.85))]
 

@@ -48,7 +48,7 @@ def comp(prepared):
 
 
 def _ctx_competition(comp) -> dict:
-    return {"id": comp.id, "grader": comp.grader.name, "public_dir": str(comp.public_dir),
+    return {"id": comp.id, **comp.grader.facts(), "public_dir": str(comp.public_dir),
             "id_column": comp.id_column, "target_columns": list(comp.target_columns),
             "sample_submission": str(comp.sample_submission_path)}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from swarm_evo.learning.agents import TEXT_KINDS, initial_texts
+from swarm_evo.learning.agents import initial_texts, text_kinds
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def test_agent_evolution_counts_global_epochs_across_both_phases(wine_run):
     # the rewritten texts are the agents' texts now (for the latest rewrite of each agent), in the run dir
     latest = {r.agent_id: r for e in evolutions for r in e.rewrites if r.changed}
     for agent_id, rewrite in latest.items():
-        for kind in TEXT_KINDS:
+        for kind in text_kinds():
             assert (run_dir / "agents" / agent_id / f"{kind}.md").read_text().strip() == rewrite.new_texts[kind]
     assert any(rewrite.new_texts != {k: v for k, v in initial_texts().items()} for rewrite in latest.values())
     assert (run_dir / "agent_evolutions" / f"evolution-{first.index}" / f"prompt-{first.rewrites[0].agent_id}.md").exists()

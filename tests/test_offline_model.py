@@ -26,6 +26,7 @@ import pytest  # noqa: E402
 from conftest import SHARED_DATA as RAW  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
+from swarm_evo.competition.graders import get_grader  # noqa: E402
 from swarm_evo.llm import offline  # noqa: E402
 from swarm_evo.llm.offline import alleles, faults, models, programs  # noqa: E402
 from swarm_evo.llm.offline.dataset import infer_dataset  # noqa: E402
@@ -59,8 +60,8 @@ def _prepare(root: Path, cid: str) -> dict:
             sample[c] = 1 / 3
     sample.to_csv(pub / "sample_submission.csv", index=False)
     shutil.copy(RAW / cid / "description.md", pub / "description.md")
-    return {"id": cid, "competition_type": "simple", "grader": grader,
-            "is_lower_better": grader != "accuracy", "public_dir": str(pub), "id_column": id_col,
+    return {"id": cid, "competition_type": "simple", **get_grader(grader).facts(), "public_dir": str(pub),
+            "id_column": id_col,
             "target_columns": tcols, "sample_submission": str(pub / "sample_submission.csv")}
 
 

@@ -7,11 +7,11 @@ import json
 import factories
 import pytest
 
+from swarm_evo.operators import registry
 from swarm_evo.population import genes as G
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
 from swarm_evo.reporting.run_report import (
-    OPERATIONS,
     STAT_KEYS,
     agent_rows,
     attempt_succeeded,
@@ -138,7 +138,7 @@ def test_phase2_start_none_then_set():
     j = five_drafts()
     report = build_run_report(j, [])
     assert report["phase2_started_at_step"] is None
-    assert set(report["operations"]) == set(OPERATIONS)
+    assert set(report["operations"]) == set(registry.listed_operations())
     assert report["operations"]["merge"]["count"] == 0
     j.append(make_node(0.9, operation="merge", phase=2))
     j.append(make_node(0.3, operation="mutate", phase=2))
@@ -188,7 +188,7 @@ def test_no_agents_and_empty_journal():
 def test_operation_rows_are_rounded():
     report = build_run_report(five_drafts(), [])
     rows = run_report_rows(report)
-    assert [r["operation"] for r in rows] == list(OPERATIONS)
+    assert [r["operation"] for r in rows] == list(registry.listed_operations())
     draft = rows[0]
     assert list(draft) == ["operation", *STAT_KEYS]
     assert draft["count"] == 5

@@ -44,6 +44,8 @@ EXIT_BAD_INPUT = 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    from swarm_evo.sandbox import backends
+
     parser = argparse.ArgumentParser(prog="swarm-evo", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -74,8 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--parallel-workers", type=int, default=None)
     r.add_argument("--time-limit", type=float, default=None,
                    help="seconds for the whole run, counted from the command's start")
-    r.add_argument("--executor", choices=("local", "docker"), default=None,
-                   help="sandbox backend: local processes (default) or Docker containers")
+    r.add_argument("--executor", choices=backends.NAMES, default=None,
+                   help="sandbox backend: " + backends.help_text())
     r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
     r.add_argument("--gpus", default=None,
                    help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
@@ -99,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=float, default=None,
                    help="seconds for the whole run, time before the crash included")
     c.add_argument("--parallel-workers", type=int, default=None)
-    c.add_argument("--executor", choices=("local", "docker"), default=None)
+    c.add_argument("--executor", choices=backends.NAMES, default=None)
     c.add_argument("--image", default=None)
     c.add_argument("--gpus", default=None)
     c.add_argument("--python", default=None, help="interpreter or virtual environment that runs programs")

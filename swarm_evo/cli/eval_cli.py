@@ -33,6 +33,8 @@ DEFAULT_DEPLOYMENT = "evaluate-program/default"  # = flows.evaluate_program.DEFA
 
 
 def _add_evaluation_options(p: argparse.ArgumentParser) -> None:
+    from swarm_evo.sandbox import backends
+
     p.add_argument("--problem", required=True,
                    help="built-in problem (circle-packing, tsp, count-primes) or a problem folder")
     p.add_argument("program", type=Path, help="the candidate program (.py)")
@@ -44,7 +46,8 @@ def _add_evaluation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="where problem data files are looked up (e.g. tsp/berlin52.tsp)")
     p.add_argument("--instance", default=None,
                    help="the problem's instance (tsp: a TSPLIB name such as kroA100; default: the problem's default)")
-    p.add_argument("--executor", choices=("local", "docker"), default="local", help="sandbox backend")
+    p.add_argument("--executor", choices=backends.NAMES, default=backends.NAMES[0],
+                   help="sandbox backend: " + backends.help_text())
     p.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
 
 

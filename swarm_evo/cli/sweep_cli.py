@@ -48,6 +48,8 @@ EXIT_BAD_INPUT = 2
 
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``sweep`` on ``subparsers`` (from ``add_subparsers``)."""
+    from swarm_evo.sandbox import backends
+
     s = subparsers.add_parser(
         "sweep", help="benchmark sweep: (competitions, problems) x policies x seeds (Prefect flow benchmark-sweep)",
         description="Run every competition or problem x search policy x seed as its own two-phase-evo run and "
@@ -75,7 +77,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--parallel-workers", type=int, default=None, help="steps at once within each run")
     s.add_argument("--config", type=Path, default=None, help="YAML config file for every run")
     s.add_argument("--time-limit", type=float, default=None, help="seconds for each run")
-    s.add_argument("--executor", choices=("local", "docker"), default=None, help="sandbox backend of the runs")
+    s.add_argument("--executor", choices=backends.NAMES, default=None, help="sandbox backend of the runs")
     s.add_argument("--llm-block", default=None, help="saved LLMSettings block (API key)")
     s.add_argument("--sandbox-block", default=None, help="saved SandboxSettings block")
     s.add_argument("--poll", type=float, default=10.0, help="with --deployment: seconds between state polls")

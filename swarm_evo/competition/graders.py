@@ -36,7 +36,7 @@ multi-class log loss (MLE-bench checks the submission's shape there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 import pandas as pd
@@ -82,6 +82,15 @@ class Grader:
     metric_kwargs: tuple[tuple[str, object], ...] = ()
     non_negative: bool = False
     skip_marked_rows: bool = False
+
+    def facts(self) -> dict[str, Any]:
+        """What a program writer is told of this grader (the offline model's CTX ``competition``,
+        docs/CONTRACTS.md): ``grader`` (its name), ``grader_kind`` (:data:`GraderKind`),
+        ``is_lower_better``, ``metric`` (the ``sklearn.metrics`` function's name),
+        ``metric_kwargs`` (its keyword arguments, JSON values) and ``non_negative``."""
+        return {"grader": self.name, "grader_kind": self.kind, "is_lower_better": self.is_lower_better,
+                "metric": self.metric.__name__, "metric_kwargs": dict(self.metric_kwargs),
+                "non_negative": self.non_negative}
 
     # ------------------------------------------------------------------ checks
     def check_format(

@@ -9,5 +9,5 @@ the rules of agent evolution (who is elite, who is weak, the record).
 
 The job that runs an agent evolution on a session is :mod:`swarm_evo.step.evolve_agents`.
 
-May import: population, prompting.
+May import: operators, population, prompting.
 """

@@ -26,32 +26,30 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from swarm_evo.learning.agents import TEXT_KINDS
-from swarm_evo.learning.dispatcher import OPERATIONS
+from swarm_evo.learning.agents import ROLE, text_kinds
 from swarm_evo.learning.experience import ExperiencePool, ExperienceRecord
+from swarm_evo.operators import registry
 from swarm_evo.population.node import LLMUsage, utc_now
 
 EVOLUTIONS_DIR = "agent_evolutions"
 
-AGENT_TEXTS_TOOL: dict = {
-    "type": "function",
-    "function": {
-        "name": "submit_agent_texts",
-        "description": "Submit the rewritten role and strategy texts of the agent.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "role": {"type": "string", "description": "Who the agent is (opening of its prompts)."},
-                "draft": {"type": "string", "description": "Strategy for drafting a new solution."},
-                "merge": {"type": "string", "description": "Strategy for merging sections of good solutions."},
-                "mutate": {"type": "string", "description": "Strategy for changing one section of a solution."},
-                "rationale": {"type": "string", "description": "One sentence: why these changes."},
-            },
-            "required": ["role", "draft", "merge", "mutate", "rationale"],
+def agent_texts_tool() -> dict:
+    """The forced tool of the agent-evolution call (OpenAI tool schema): ``role``, a strategy per
+    operation agents write (the registry's ``AgentText.summary`` describes it) and ``rationale``,
+    all required strings."""
+    properties = {ROLE: {"type": "string", "description": "Who the agent is (opening of its prompts)."}}
+    for op in registry.operators():
+        if op.agent is not None:
+            properties[op.name] = {"type": "string", "description": op.agent.summary}
+    properties["rationale"] = {"type": "string", "description": "One sentence: why these changes."}
+    return {
+        "type": "function",
+        "function": {
+            "name": "submit_agent_texts",
+            "description": "Submit the rewritten role and strategy texts of the agent.",
+            "parameters": {"type": "object", "properties": properties, "required": list(properties)},
         },
-    },
-}
-"""Forced tool of the agent-evolution call (OpenAI tool schema)."""
+    }
 
 
 class OperationStats(BaseModel):
@@ -85,7 +83,7 @@ def agent_stats(experience: ExperiencePool, agent_id: str) -> AgentStats:
     return AgentStats(
         **overall.model_dump(),
         score=overall.success_rate * overall.mean_quality,
-        per_operation={op: _operation_stats([r for r in records if r.operation == op]) for op in OPERATIONS},
+        per_operation={op: _operation_stats([r for r in records if r.operation == op]) for op in registry.agent_operations()},
     )
 
 
@@ -177,7 +175,7 @@ class EvolutionRecord(BaseModel):
                 lines.append(f"Not rewritten: {rw.error}")
                 continue
             lines.append(f"Rationale: {rw.rationale or '-'}")
-            for kind in TEXT_KINDS:
+            for kind in text_kinds():
                 old, new = rw.old_texts.get(kind, ""), (rw.new_texts or {}).get(kind, "")
                 status = "changed" if old != new else "unchanged"
                 lines += ["", f"### {kind} ({status})", "", "Old:", "", _quote(old), "", "New:", "", _quote(new)]

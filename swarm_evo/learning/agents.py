@@ -1,8 +1,9 @@
 """Agents: role and strategy texts per operation, kept in the run directory (SPEC §9).
 
-A run has ``num_agents`` agents (``agent-1`` ... ``agent-N``). Each has four texts: ``role``
-(who the agent is; the opening of its prompts) and one strategy text per operation
-(``draft``, ``merge``, ``mutate``; the ``# Strategy`` section of that operation's prompt). All
+A run has ``num_agents`` agents (``agent-1`` ... ``agent-N``). Each has a ``role`` text (who the
+agent is; the opening of its prompts) and one strategy text per operation agents write
+(:func:`swarm_evo.operators.registry.agent_operations`: draft, merge, mutate; the ``# Strategy``
+section of that operation's prompt). All
 agents start from the same files in ``prompt_templates/agents/``; agent evolution rewrites the
 weak ones. The texts live in ``RUN_DIR/agents/<agent_id>/<kind>.md`` and
 ``RUN_DIR/agents/agents.json`` (generation and ancestry), never in the repository: the
@@ -17,18 +18,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from swarm_evo.operators import registry
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.prompting.prompts import templates_dir
 
-TEXT_KINDS: tuple[str, ...] = ("role", "draft", "merge", "mutate")
-"""The texts of an agent: its role and a strategy per operation."""
+ROLE = "role"
+"""The text kind of an agent's role (the opening of its prompts)."""
+
+
+def text_kinds() -> tuple[str, ...]:
+    """The texts of an agent: its role, then a strategy per operation agents write (the registry's order)."""
+    return (ROLE, *registry.agent_operations())
 
 AGENTS_DIR = "agents"
 INDEX_FILE = "agents.json"
 
 
 class Agent(BaseModel):
-    """One agent: id, its four texts, and how it came to be.
+    """One agent: id, its texts (:func:`text_kinds`), and how it came to be.
 
     ``generation`` is 0 for the starting texts and counts rewrites; ``evolved_from`` names the
     elite whose texts the last rewrite started from.
@@ -41,12 +48,12 @@ class Agent(BaseModel):
     history: list[int] = Field(default_factory=list, description="Indices of the evolutions that rewrote it.")
 
     def strategy(self, operation: str) -> str:
-        """The strategy text for ``operation`` (draft, merge or mutate)."""
+        """The strategy text for ``operation`` (one the agents write)."""
         return self.texts[operation]
 
 
 def initial_texts(folder: Path | None = None) -> dict[str, str]:
-    """The starting texts: ``<folder>/<kind>.md`` for every kind in TEXT_KINDS; ``folder``
+    """The starting texts: ``<folder>/<kind>.md`` for every kind of :func:`text_kinds`; ``folder``
     defaults to ``prompt_templates/agents/`` (ML competitions; problems use
     ``prompt_templates/agents/program/``).
 
@@ -55,10 +62,11 @@ def initial_texts(folder: Path | None = None) -> dict[str, str]:
     """
     folder = folder or templates_dir() / AGENTS_DIR
     texts = {}
-    for kind in TEXT_KINDS:
+    kinds = text_kinds()
+    for kind in kinds:
         path = folder / f"{kind}.md"
         if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: every agent text ({', '.join(TEXT_KINDS)}) needs a file")
+            raise FileNotFoundError(f"{path} not found: every agent text ({', '.join(kinds)}) needs a file")
         texts[kind] = path.read_text(encoding="utf-8").strip()
     return texts
 
@@ -90,7 +98,7 @@ class AgentPool:
             agents = []
             for entry in meta["agents"]:
                 texts = {
-                    k: (directory / entry["id"] / f"{k}.md").read_text(encoding="utf-8").strip() for k in TEXT_KINDS
+                    k: (directory / entry["id"] / f"{k}.md").read_text(encoding="utf-8").strip() for k in text_kinds()
                 }
                 agents.append(Agent(texts=texts, **{k: v for k, v in entry.items() if k != "texts"}))
             if len(agents) != num_agents:
@@ -120,17 +128,18 @@ class AgentPool:
             return [a.model_copy(deep=True) for a in self._agents.values()]
 
     def rewrite(self, agent_id: str, texts: dict[str, str], evolved_from: str, evolution: int) -> Agent:
-        """Replace an agent's texts (all of TEXT_KINDS), bump its generation, save; return it.
+        """Replace an agent's texts (all of :func:`text_kinds`), bump its generation, save; return it.
 
         Raises:
             KeyError: unknown agent. ValueError: a text kind is missing or empty.
         """
-        missing = [k for k in TEXT_KINDS if not str(texts.get(k) or "").strip()]
+        kinds = text_kinds()
+        missing = [k for k in kinds if not str(texts.get(k) or "").strip()]
         if missing:
             raise ValueError(f"new texts for {agent_id} lack {', '.join(missing)}")
         with self._lock:
             agent = self._agents[agent_id]
-            agent.texts = {k: str(texts[k]).strip() for k in TEXT_KINDS}
+            agent.texts = {k: str(texts[k]).strip() for k in kinds}
             agent.generation += 1
             agent.evolved_from = evolved_from
             agent.history.append(evolution)
@@ -144,7 +153,7 @@ class AgentPool:
 
     def _save_locked(self) -> None:
         for agent in self._agents.values():
-            for kind in TEXT_KINDS:
+            for kind in agent.texts:
                 atomic_write_text(self.directory / agent.id / f"{kind}.md", agent.texts[kind] + "\n")
         index = {"agents": [a.model_dump(exclude={"texts"}) for a in self._agents.values()]}
         atomic_write_text(self.directory / INDEX_FILE, json.dumps(index, indent=2))

@@ -24,9 +24,9 @@ import random
 import threading
 from pathlib import Path
 
+from swarm_evo.operators import registry
 from swarm_evo.population.journal import atomic_write_text
 
-OPERATIONS: tuple[str, ...] = ("draft", "merge", "mutate")
 STATE_FILE = "dispatcher.json"
 
 
@@ -38,6 +38,9 @@ class Dispatcher:
         epsilon: exploration probability in [0, 1].
         alpha: EMA weight of the newest quality, in (0, 1].
         path: JSON file the state is saved to after every update (None: not saved).
+
+    Its operations are those agents write when it is made
+    (:func:`swarm_evo.operators.registry.agent_operations`).
     """
 
     def __init__(self, agent_ids: list[str], epsilon: float, alpha: float, path: Path | None = None) -> None:
@@ -49,8 +52,9 @@ class Dispatcher:
         self.epsilon = float(epsilon)
         self.alpha = float(alpha)
         self.path = Path(path) if path else None
-        self.scores: dict[str, dict[str, float | None]] = {a: {op: None for op in OPERATIONS} for a in agent_ids}
-        self.updates: dict[str, dict[str, int]] = {a: {op: 0 for op in OPERATIONS} for a in agent_ids}
+        self.operations = registry.agent_operations()
+        self.scores: dict[str, dict[str, float | None]] = {a: dict.fromkeys(self.operations) for a in agent_ids}
+        self.updates: dict[str, dict[str, int]] = {a: dict.fromkeys(self.operations, 0) for a in agent_ids}
         self.chosen: dict[str, int] = {a: 0 for a in agent_ids}
         self.applied: set[str] | None = set()  # node ids folded in; None: unknown (an old state file)
         self._lock = threading.Lock()
@@ -70,13 +74,13 @@ class Dispatcher:
         return dispatcher
 
     def choose(self, operation: str, rng: random.Random) -> str:
-        """The agent for one step of ``operation`` (draft, merge or mutate).
+        """The agent for one step of ``operation`` (one of ``self.operations``).
 
         Raises:
             ValueError: unknown operation.
         """
-        if operation not in OPERATIONS:
-            raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
+        if operation not in self.operations:
+            raise ValueError(f"unknown operation {operation!r}; expected one of {self.operations}")
         with self._lock:
             if rng.random() < self.epsilon:
                 agent = rng.choice(self.agent_ids)
@@ -99,7 +103,7 @@ class Dispatcher:
         Raises:
             KeyError: unknown agent. ValueError: unknown operation or quality outside [0, 1].
         """
-        if operation not in OPERATIONS:
+        if operation not in self.operations:
             raise ValueError(f"unknown operation {operation!r}")
         if not 0.0 <= quality <= 1.0:
             raise ValueError(f"quality must be in [0, 1] (got {quality})")
@@ -124,7 +128,7 @@ class Dispatcher:
             KeyError: unknown agent.
         """
         with self._lock:
-            self.scores[agent_id] = {op: None for op in OPERATIONS}
+            self.scores[agent_id] = dict.fromkeys(self.operations)
             self._save_locked()
 
     def state(self) -> dict:

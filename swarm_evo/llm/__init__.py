@@ -1,6 +1,6 @@
 """LLM access helpers; ``swarm_evo.llm.offline`` is the built-in offline model (SPEC §7).
 
-May import: config, population, prompting.
+May import: config, operators, population, prompting.
 """
 
 import os

@@ -142,12 +142,13 @@ class CompetitionObjective:
         }
 
     def offline_view(self) -> dict[str, Any]:
-        """``{"competition": {...}}`` as docs/CONTRACTS.md describes (public paths only)."""
+        """``{"competition": {...}}`` as docs/CONTRACTS.md describes (public paths only; the grader's
+        facts: :meth:`swarm_evo.competition.graders.Grader.facts`)."""
         c = self.competition
         return {
             "competition": {
                 "id": c.id,
-                "grader": c.grader.name,
+                **c.grader.facts(),
                 "is_lower_better": c.is_lower_better,
                 "competition_type": c.competition_type,
                 "public_dir": str(self.public_dir),

@@ -8,5 +8,5 @@ run, the run's source of truth, written atomically).
   percentiles, the Phase 1 stop rule), used by every part of the search that orders nodes;
 - :mod:`~swarm_evo.population.journal`: ``Journal``, ``atomic_write_text``.
 
-May import: sandbox.
+May import: sandbox, operators.
 """

@@ -1,8 +1,8 @@
 """Node: one candidate program of a run and its outcome (SPEC §5, seed 000 §9).
 
-A node is created by one *operation* (draft, merge or mutate; ``debug`` only under the
-``greedy`` search policy, SPEC §12: AIDE's debug node, a new program fixing a buggy leaf),
-executed in the sandbox, possibly repaired by a chain of debug attempts, reviewed, and
+A node is created by one *operation* (:mod:`swarm_evo.operators`: Phase 1 drafts, Phase 2
+merges and mutates; under the ``greedy`` search policy, SPEC §12, also AIDE's debug node, a new
+program fixing a buggy leaf), executed in the sandbox, possibly repaired by a chain of debug attempts, reviewed, and
 appended to the journal.
 The journal assigns ``step`` at append time; nothing else may set it.
 """
@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-Operation = Literal["draft", "merge", "mutate", "debug"]
-"""draft, merge, mutate (SPEC §6); ``debug``: a greedy-policy node repairing a buggy leaf
-(:mod:`swarm_evo.search.policies`). Inner debug attempts (the chain) are never nodes."""
+from swarm_evo.operators import registry
+
+
+def _known(name: str) -> str:
+    """``name`` when an operation of that name is registered, else a ValueError naming the known ones."""
+    try:
+        registry.get(name)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    return name
+
+
+Operation = Annotated[str, AfterValidator(_known)]
+"""The name of a registered operation (:mod:`swarm_evo.operators.registry`): draft, merge, mutate
+(SPEC §6), greedy's ``debug`` (a node repairing a buggy leaf). Inner debug attempts (the chain)
+are never nodes."""
 
 
 def utc_now() -> str:

@@ -8,5 +8,5 @@ statistics), the best-fitness chart and the self-contained evolution-tree page.
 
 They read a journal and write files; they never change a run.
 
-May import: competition, population, llm.
+May import: operators, competition, population, llm.
 """

@@ -17,6 +17,7 @@ import base64
 import math
 from pathlib import Path
 
+from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.reporting.operation_stats import new_best_nodes
@@ -30,9 +31,10 @@ CHART_SIZE = (900, 480)
 STATUS_COLOURS = {"valid": "#43a047", "best": "#fbc02d", "buggy": "#e53935", "dead": "#616161"}
 """Fill colour per node status (swarm_evo.reporting.report.node_status)."""
 
-OPERATION_COLOURS = {"draft": "#1e88e5", "merge": "#8e24aa", "mutate": "#00897b", "debug": "#f4511e"}
-OPERATION_MARKERS = {"draft": "o", "merge": "D", "mutate": "s", "debug": "^"}
-"""Chart colour and matplotlib marker per operation (``debug`` nodes: greedy policy only)."""
+
+def operation_colour(operation: str) -> str:
+    """The chart colour of ``operation`` (its ``report.colour`` in :mod:`swarm_evo.operators`)."""
+    return registry.get(operation).report.colour
 
 
 def lower_is_better(journal: Journal) -> bool:
@@ -80,7 +82,8 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
 
     The y axis is the validation metric in its own direction (the label says whether lower or
     higher is better); the line is the best valid metric so far, the points are the valid nodes
-    (marker and colour by operation; the best node is a star), every node that raised the best
+    (marker and colour by operation: its ``report`` style in :mod:`swarm_evo.operators`; the best
+    node is a star), every node that raised the best
     so far (:func:`swarm_evo.reporting.operation_stats.new_best_nodes`) carries a large ring in its
     operation's colour and its operation's initial above it (legend "new best by <op>"),
     buggy and dead nodes are marks along the bottom, and a dashed line marks where Phase 2 starts.
@@ -106,21 +109,21 @@ def best_fitness_chart(journal: Journal, path: Path) -> Path:
     steps = [s for s, _ in series]
     ax.plot(steps, [math.nan if v is None else v for _, v in series], drawstyle="steps-post",
             color="#212121", linewidth=2, label="best so far", zorder=3)
-    operations = list(OPERATION_MARKERS) + sorted({n.operation for n in nodes} - set(OPERATION_MARKERS))
+    operations = registry.operators()
     for op in operations:
-        pts = [(n.step, ranking.score(n)) for n in nodes if n.operation == op and journal.is_valid(n)]
+        pts = [(n.step, ranking.score(n)) for n in nodes if n.operation == op.name and journal.is_valid(n)]
         if pts:
-            ax.scatter(*zip(*pts), marker=OPERATION_MARKERS.get(op, "v"), s=30,
-                       color=OPERATION_COLOURS.get(op, "#6d4c41"), alpha=0.85, label=f"valid {op}", zorder=4)
+            ax.scatter(*zip(*pts), marker=op.report.marker, s=30,
+                       color=op.report.colour, alpha=0.85, label=f"valid {op.name}", zorder=4)
     improvers = new_best_nodes(journal)
     for op in operations:
-        pts = [(n.step, ranking.score(n)) for n in improvers if n.operation == op]
+        pts = [(n.step, ranking.score(n)) for n in improvers if n.operation == op.name]
         if pts:
             ax.scatter(*zip(*pts), marker="o", s=170, facecolors="none", linewidths=2.2,
-                       edgecolors=OPERATION_COLOURS.get(op, "#6d4c41"), label=f"new best by {op}", zorder=4)
+                       edgecolors=op.report.colour, label=f"new best by {op.name}", zorder=4)
     for n in improvers:
         ax.annotate(n.operation[:2], (n.step, ranking.score(n)), textcoords="offset points", xytext=(0, 9),
-                    ha="center", fontsize=7, color=OPERATION_COLOURS.get(n.operation, "#6d4c41"), zorder=6)
+                    ha="center", fontsize=7, color=operation_colour(n.operation), zorder=6)
     invalid = [(n.step, ranking.score(n)) for n in nodes
                if ranking.score(n) is not None and not n.is_buggy and not n.dead and not journal.is_valid(n)]
     if invalid:

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from swarm_evo.operators import registry
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
 from swarm_evo.reporting.charts import STATUS_COLOURS, fmt_metric, lower_is_better, run_title
@@ -64,15 +65,17 @@ def tree_layout(journal: Journal) -> dict[str, tuple[float, float]]:
 
 
 def _node_shape(op: str, x: float, y: float, fill: str, stroke: str, width: float) -> str:
+    """The SVG element of a node of operation ``op``: its ``report.shape`` (:mod:`swarm_evo.operators`)."""
     common = f'fill="{fill}" stroke="{stroke}" stroke-width="{width}"'
     r = RADIUS
-    if op == "merge":
+    shape = registry.get(op).report.shape
+    if shape == "diamond":
         pts = f"{x:.1f},{y - r - 2:.1f} {x + r + 2:.1f},{y:.1f} {x:.1f},{y + r + 2:.1f} {x - r - 2:.1f},{y:.1f}"
         return f'<polygon points="{pts}" {common}/>'
-    if op == "debug":
+    if shape == "triangle":
         pts = f"{x:.1f},{y - r - 3:.1f} {x + r + 2:.1f},{y + r - 1:.1f} {x - r - 2:.1f},{y + r - 1:.1f}"
         return f'<polygon points="{pts}" {common}/>'
-    if op == "mutate":
+    if shape == "square":
         return f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}" rx="4" {common}/>'
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {common}/>'
 
@@ -272,7 +275,7 @@ def evolution_tree_html(journal: Journal, path: Path) -> Path:
         for status, colour in STATUS_COLOURS.items()
     )
     legend += (
-        "<span>● draft ■ mutate ◆ merge ▲ debug</span>"
+        f"<span>{' '.join(f'{op.report.symbol} {op.name}' for op in registry.operators())}</span>"
         '<span><svg width="30" height="8"><line x1="0" y1="4" x2="30" y2="4" stroke="#90a4ae" '
         'stroke-width="2"/></svg> parent</span>'
         '<span><svg width="30" height="8"><line x1="0" y1="4" x2="30" y2="4" stroke="#8e24aa" '

@@ -18,16 +18,17 @@ own units and positive means better, whatever the metric's direction.
 * Only *valid* nodes (:meth:`swarm_evo.population.journal.Journal.is_valid`: not buggy, not dead, a
   fitness, genes pass) have a fitness to compare; a buggy or dead child is not an
   improvement (its failure shows in the run report's ``buggy_rate`` / ``dead_rate``).
-* The *reference parent* of a node is the node whose fitness it must beat:
+* The *reference parent* of a node is the node whose fitness it must beat, by its operation's
+  ``report.reference`` (:mod:`swarm_evo.operators`):
 
-  - ``draft``: none — a draft is written from the task alone. Drafts are counted
+  - ``none`` (``draft``): none — a draft is written from the task alone. Drafts are counted
     (``children``, ``valid``, ``new_best``) but never compared: their ``improvement_rate``
     and ``mean_gain`` are None.
-  - ``merge``: the best valid node among its gene sources (``metadata.gene_sources``, the
-    node each locus came from; the primary parent ``parent_id`` is one of them). A merge
-    improves only when it beats *every* node it took genes from.
-  - every other operation (``mutate``, greedy's ``debug``, anything else with a
-    ``parent_id``): the node ``parent_id``.
+  - ``gene_sources`` (``merge``): the best valid node among its gene sources
+    (``metadata.gene_sources``, the node each locus came from; the primary parent
+    ``parent_id`` is one of them). A merge improves only when it beats *every* node it took
+    genes from.
+  - ``parent`` (``mutate``, greedy's ``debug``): the node ``parent_id``.
 
   A reference parent that is not valid — a greedy ``debug`` node repairs a *buggy* leaf, a
   parent missing from the journal — gives no fitness to beat: that child is not compared
@@ -43,13 +44,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
-
-CORE_OPERATIONS = ("draft", "merge", "mutate")
-"""Operations every table lists, used or not; others (greedy's ``debug``, any other value of
-``node.operation``) follow in order of first appearance when the journal has them."""
 
 IMPROVEMENT_KEYS = ("children", "valid", "compared", "improved", "improvement_rate", "mean_gain", "new_best")
 """Keys of :func:`improvement_stats`, in display order."""
@@ -75,9 +73,10 @@ def reference_parent(journal: Journal, node: Node) -> Node | None:
     """The valid node whose fitness ``node`` must beat (see the module's rule), or None: for a
     draft, and when the parent (every gene source, for a merge) is missing or not valid.
     Merge ties on fitness go to the earlier step."""
-    if node.operation == "draft":
+    reference = registry.get(node.operation).report.reference
+    if reference == "none":
         return None
-    if node.operation == "merge":
+    if reference == "gene_sources":
         ids = list(dict.fromkeys([*node.gene_sources.values(), *([node.parent_id] if node.parent_id else [])]))
         sources = [n for n in (_valid_or_none(journal, i) for i in ids) if n is not None]
         return ranking.best(sources)
@@ -101,9 +100,10 @@ def new_best_nodes(journal: Journal) -> list[Node]:
 
 
 def operations_of(journal: Journal) -> tuple[str, ...]:
-    """:data:`CORE_OPERATIONS`, then every other ``node.operation`` of the journal in order of
-    first appearance."""
-    seen = dict.fromkeys(CORE_OPERATIONS)
+    """The operations every table lists, used or not (:func:`swarm_evo.operators.registry.listed_operations`:
+    draft, merge, mutate), then every other ``node.operation`` of the journal (greedy's ``debug``)
+    in order of first appearance."""
+    seen = dict.fromkeys(registry.listed_operations())
     for node in journal.nodes:
         seen.setdefault(node.operation)
     return tuple(seen)
@@ -182,7 +182,7 @@ def best_lineage(journal: Journal) -> dict[str, Any] | None:
     for node in path:
         entry: dict[str, Any] = {"node_id": node.id, "step": node.step, "operation": node.operation,
                                  "metric": node.metric_value, "gain": node_gain(journal, node)}
-        if node.operation == "merge":
+        if registry.get(node.operation).report.reference == "gene_sources":
             entry["gene_sources"] = list(dict.fromkeys(node.gene_sources.values()))
         entries.append(entry)
     return {"operations": [n.operation for n in path], "nodes": entries, "complete": complete}

@@ -18,18 +18,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
 from swarm_evo.reporting.fitness_report import fitness_summary
-from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats
-
-OPERATIONS = ("draft", "merge", "mutate")
-"""The three operations (SPEC §6); every report lists all three, used or not."""
-
-EXTRA_OPERATIONS = ("debug",)
-"""Operations of other search policies (greedy's debug nodes, SPEC §12), listed after
-:data:`OPERATIONS` only when the journal has such nodes."""
+from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats, operations_of
 
 NO_AGENT = "none"
 """Key of ``steps_per_agent`` for nodes whose ``agent_id`` is None (only present if any exist)."""
@@ -186,9 +180,11 @@ def build_run_report(
     * ``best`` — the journal's best node (:meth:`Journal.best_node`) as
       ``{node_id, step, operation, agent_id, metric}`` (metric = plain ``metric_value``), or
       None without a valid node.
-    * ``operations`` — ``{draft|merge|mutate: operation_stats(...) | improvement_stats(...)}``;
-      all three keys always present (count 0 and None rates for an unused operation); then
-      ``debug`` when the journal has debug nodes (:data:`EXTRA_OPERATIONS`). The improvement
+    * ``operations`` — ``{operation: operation_stats(...) | improvement_stats(...)}``: the
+      operations every report lists (:func:`swarm_evo.operators.registry.listed_operations`:
+      draft, merge, mutate), always present (count 0 and None rates for an unused operation);
+      then the others some node has, such as greedy's ``debug``
+      (:func:`swarm_evo.reporting.operation_stats.operations_of`). The improvement
       keys (:func:`swarm_evo.reporting.operation_stats.improvement_stats`: ``children``, ``valid``,
       ``compared``, ``improved``, ``improvement_rate``, ``mean_gain``, ``new_best``) say how
       often a valid child beat its parent's fitness (a merge: its best gene source's; drafts:
@@ -237,7 +233,7 @@ def build_run_report(
         },
         "fitness": fitness_summary(journal),
         "operations": {op: {**operation_stats(journal, op), **improvement_stats(journal, op)}
-                       for op in _operations(nodes)},
+                       for op in operations_of(journal)},
         "improvement_basis": BASIS,
         "best_lineage": best_lineage(journal),
         "steps_per_agent": {key: a["steps"] for key, a in agents.items()},
@@ -248,18 +244,14 @@ def build_run_report(
     }
 
 
-def _operations(nodes: list[Node]) -> tuple[str, ...]:
-    """:data:`OPERATIONS`, then the :data:`EXTRA_OPERATIONS` some node has."""
-    used = {n.operation for n in nodes}
-    return OPERATIONS + tuple(op for op in EXTRA_OPERATIONS if op in used)
-
-
 def run_report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows for a Prefect table artifact: one per operation (draft, merge, mutate, then debug
-    when the report has it), each ``{"operation": op}`` plus the :data:`STAT_KEYS` of
-    :func:`operation_stats`, floats rounded to 4 digits, None kept as None."""
+    """Rows for a Prefect table artifact: one per operation (the listed ones,
+    :func:`swarm_evo.operators.registry.listed_operations`, then the others the report has),
+    each ``{"operation": op}`` plus the :data:`STAT_KEYS` of :func:`operation_stats`, floats
+    rounded to 4 digits, None kept as None."""
+    listed = registry.listed_operations()
     rows = []
-    for op in OPERATIONS + tuple(op for op in EXTRA_OPERATIONS if op in report["operations"]):
+    for op in listed + tuple(op for op in report["operations"] if op not in listed):
         stats = report["operations"].get(op) or {}
         rows.append({"operation": op, **{k: _round(stats.get(k)) for k in STAT_KEYS}})
     return rows

@@ -7,5 +7,5 @@ window, and what a model call is given (prompt variables, the offline model's co
   :mod:`~swarm_evo.run.prompt_budget`, :mod:`~swarm_evo.run.model_context`, :mod:`~swarm_evo.run.preflight`
   (the sandbox probe and the model calls before the first step).
 
-May import: sandbox, config, population, store, prompting, llm, learning, search, objective.
+May import: sandbox, config, operators, population, store, prompting, llm, learning, search, objective.
 """

@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from swarm_evo.config import ConfigError, RunConfig
+from swarm_evo.learning.agents import text_kinds
 from swarm_evo.learning.evolution_log import EvolutionLog, LogChange
+from swarm_evo.operators import registry
 from swarm_evo.population.node import Node
 from swarm_evo.prompting.prompts import measure
 from swarm_evo.prompting.text_bounds import PromptLimits, prompt_limits
@@ -27,19 +29,31 @@ DEVICE_ROOM = "x" * 80
 """Stands in for the device line (known only after the sandbox's runtime probe) when the fixed
 text is measured."""
 
-ROLE_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "name": ("draft.j2", "merge.j2", "mutate.j2", "debug.j2", "fix.j2", "auxiliary_metrics.j2"),
-    "review_name": ("review.j2",),
-    "evolution_name": ("evolve_agent.j2",),
-}
-"""The templates each model renders, by its ``model`` key (``review_name`` and
-``evolution_name`` default to ``name``); ``auxiliary_metrics.j2`` only for problems."""
+CODE_TEMPLATES = ("fix.j2", "auxiliary_metrics.j2")
+"""The code model's templates besides the operations' (:func:`swarm_evo.operators.registry.templates`):
+the self-fix and, for problems only, the auxiliary metrics."""
+
+
+def role_templates() -> dict[str, tuple[str, ...]]:
+    """The templates each model renders, by its ``model`` key (``review_name`` and
+    ``evolution_name`` default to ``name``): the code model renders every operation's template
+    (the registry's) and :data:`CODE_TEMPLATES`."""
+    return {
+        "name": registry.templates() + CODE_TEMPLATES,
+        "review_name": ("review.j2",),
+        "evolution_name": ("evolve_agent.j2",),
+    }
 
 
 def skeleton_contexts(objective: Any, limits: PromptLimits, max_steps: int = 100) -> dict[str, dict[str, Any]]:
     """``{template: context}`` rendering each template with every optional section shown and
     every variable input one character long: what :func:`~swarm_evo.prompting.prompts.measure` needs to
-    measure a template's fixed text for ``objective`` (its prompt view and loci)."""
+    measure a template's fixed text for ``objective`` (its prompt view and loci).
+
+    Every operation's template (the registry's) gets one context holding the variables of all
+    of them (the agent's texts, the draft history, a parent, a merge's gene plan, a debug
+    attempt's program and error): a template shows only the sections it names, so an operation
+    whose template reads these variables needs nothing here."""
     view = objective.prompt_view()
     loci = list(objective.loci)
     one = "x"
@@ -58,16 +72,17 @@ def skeleton_contexts(objective: Any, limits: PromptLimits, max_steps: int = 100
     evaluation = {"correct": False, "combined_score": 0.0, "error": one, "public_metrics": {one: 1.0},
                   "auxiliary_metrics": {one: 1.0}}
     stats = {"steps": 1, "success_rate": 1.0, "mean_quality": 1.0, "score": 1.0}
-    texts = {kind: one for kind in ("role", "draft", "merge", "mutate")}
+    texts = {kind: one for kind in text_kinds()}
     plans = [{"operation": "draft", "quality": 1.0, "plan_summary": one, "exc_type": "ValueError"}]
+    operation = {**common, **agent_vars, **program,
+                 "draft_history": [{"step": 1, "approach": one, "approach_tag": one, "metric": 0.5}],
+                 "primary_parent": node, "merge_warnings": [one],
+                 "gene_plan": {locus: {"source_node_id": node.id, "code": one, "quality": 1.0} for locus in loci},
+                 "parent": node, "target_locus": max(loci, key=len),
+                 "attempt": 1, "max_attempts": 2, "term_out": one, "exc_type": "TimeoutError", "problems": [one],
+                 "memory_limit": "65536 MB"}
     return {
-        "draft.j2": {**common, **agent_vars, "draft_history": [{"step": 1, "approach": one, "approach_tag": one,
-                                                                "metric": 0.5}], "data_preview": one},
-        "merge.j2": {**common, **agent_vars, "primary_parent": node, "merge_warnings": [one], "data_preview": one,
-                     "gene_plan": {locus: {"source_node_id": node.id, "code": one, "quality": 1.0} for locus in loci}},
-        "mutate.j2": {**common, **agent_vars, "parent": node, "target_locus": max(loci, key=len)},
-        "debug.j2": {**common, **program, "attempt": 1, "max_attempts": 2, "term_out": one,
-                     "exc_type": "TimeoutError", "problems": [one], "memory_limit": "65536 MB"},
+        **{template: operation for template in registry.templates()},
         "fix.j2": {**common, **program, "errors": [one]},
         "review.j2": {**common, "code": one, "term_out": one, "exc_type": "TimeoutError",
                       "submission_errors": [one], "evaluation": evaluation},
@@ -99,7 +114,7 @@ def check_prompt_window(config: RunConfig, objective: Any) -> None:
     """Refuse a context window too small for the prompts' fixed text (issue 31).
 
     For each model of the run (``model.name``, ``review_name``, ``evolution_name``) and each
-    template it renders (:data:`ROLE_TEMPLATES`), the fixed text for ``objective`` is measured
+    template it renders (:func:`role_templates`), the fixed text for ``objective`` is measured
     (:func:`skeleton_contexts`, :func:`~swarm_evo.prompting.prompts.measure`); it may take at most
     :data:`FIXED_SHARE` of the model's ``limits.prompt_chars`` (:func:`~swarm_evo.prompting.text_bounds.prompt_limits`:
     ``model.context_window``, ``model.max_tokens``).
@@ -109,7 +124,7 @@ def check_prompt_window(config: RunConfig, objective: Any) -> None:
             the minimum window (tokens) it needs.
     """
     model = config.model
-    for key, templates in ROLE_TEMPLATES.items():
+    for key, templates in role_templates().items():
         limits = prompt_limits(model, getattr(model, key) or model.name)
         contexts = skeleton_contexts(objective, limits, config.search.max_steps)
         for template in templates:

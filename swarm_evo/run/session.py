@@ -49,7 +49,7 @@ from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, record
 from swarm_evo.run.prompt_budget import check_prompt_window
 from swarm_evo.run.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.run.preflight import open_sandbox, probe_endpoints, record_probe
-from swarm_evo.sandbox import RuntimeInfo, Sandbox
+from swarm_evo.sandbox import RuntimeInfo, Sandbox, backends
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
 from swarm_evo.store import RunMirror, checked_store, mirror_run
 from swarm_evo.store.lease import new_owner
@@ -336,12 +336,10 @@ def _stop_recording(run_dir: Path) -> None:
 
 
 def _remove_stray_containers(config: RunConfig, run_dir: Path) -> list[str]:
-    """Sandbox containers of ``run_dir`` left running by a killed run process (Docker only)."""
-    if config.sandbox.backend != "docker":
-        return []
-    from swarm_evo.sandbox.docker_sandbox import remove_stray_containers
-
-    return remove_stray_containers(run_dir)
+    """What a killed run process left running of ``run_dir``'s sandbox (the Docker backend's
+    containers: ``Backend.leftovers`` of :mod:`swarm_evo.sandbox.backends`), removed; their names."""
+    leftovers = backends.get(config.sandbox.backend).leftovers
+    return leftovers(run_dir) if leftovers is not None else []
 
 
 def get_session(run_dir: str | Path) -> RunSession:

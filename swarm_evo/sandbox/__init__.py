@@ -2,6 +2,8 @@
 
 ``LocalSandbox`` runs programs as local processes, ``DockerSandbox`` in containers with GPU
 passthrough; both implement :class:`Sandbox` and report the same :class:`ExecutionResult`.
+:mod:`~swarm_evo.sandbox.backends` is the backend registry (names, keys, builders), and
+:mod:`~swarm_evo.sandbox.process_runner` the one runner of a supervised subprocess.
 ``describe_runtime`` asks a sandbox what it offers programs (Python, packages, devices).
 
 May import: nothing else of swarm_evo (``config`` only for type checking).

@@ -58,35 +58,43 @@ def local_mode(isolate: bool = True) -> str:
 
 
 def is_confined(sandbox) -> bool:
-    """False when programs of ``sandbox`` run unconfined (the local backend's ``subreaper`` mode)."""
-    if hasattr(sandbox, "client"):  # DockerSandbox
-        return True
-    return (getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))) != "subreaper"
+    """False when programs of ``sandbox`` run unconfined: the backend's own ``confined`` (the
+    local backend's ``subreaper`` mode is not), else the local rule for this process."""
+    confined = getattr(sandbox, "confined", None)
+    if confined is not None:
+        return bool(confined)
+    return local_mode(getattr(sandbox, "isolate", True)) != "subreaper"
 
 
 def describe_memory(sandbox) -> str:
-    """How the memory limit of ``sandbox`` applies: per container, per execution (a memory cgroup:
+    """How the memory limit of a local ``sandbox`` applies: per execution (a memory cgroup:
     :mod:`.cgroup_home`) or per process (``RLIMIT_DATA``: no cgroup here)."""
     limit = getattr(sandbox, "memory_limit_mb", None)
-    if hasattr(sandbox, "client"):  # DockerSandbox
-        return f"{limit} MiB per container"
     home = cgroup_home()
     if isinstance(home, str):
         return f"{limit} MiB per process (RLIMIT_DATA; no memory cgroup: {home})"
     return f"{limit} MiB per execution, scratch files included (cgroup v{home.version})"
 
 
-def describe_confinement(sandbox) -> str:
-    """One line: what programs of ``sandbox`` (a ``LocalSandbox`` or ``DockerSandbox``) can see
-    and reach, and how their memory is bounded, e.g. ``namespaces (root, programs as nobody):
-    sees only ...; network: none; memory: 4096 MiB per execution, ...``."""
-    network = "the host's (sandbox.network)" if getattr(sandbox, "network", False) else "none"
-    memory = f"; memory: {describe_memory(sandbox)}"
-    if hasattr(sandbox, "client"):  # DockerSandbox
-        return f"container: sees only /workspace (its node directory) and input (read-only); network: {network}{memory}"
+def network_text(sandbox) -> str:
+    """The confinement line's network: ``none``, or the host's with ``sandbox.network``."""
+    return "the host's (sandbox.network)" if getattr(sandbox, "network", False) else "none"
+
+
+def describe_local(sandbox) -> str:
+    """The confinement line of a local ``sandbox`` (its ``last_mode``, else predicted for this process)."""
+    network, memory = network_text(sandbox), f"; memory: {describe_memory(sandbox)}"
     mode = getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))
     if mode == "namespaces":
         return f"namespaces (root, programs run as nobody): {ALLOW_LIST}; network: {network}{memory}"
     if mode == "userns":
         return f"user namespace (programs run as uid {os.getuid()}): {ALLOW_LIST}; network: {network}{memory}"
     return NOT_CONFINED + memory
+
+
+def describe_confinement(sandbox) -> str:
+    """One line: what programs of ``sandbox`` can see and reach, and how their memory is bounded,
+    e.g. ``namespaces (root, programs run as nobody): sees only ...; network: none; memory: 4096
+    MiB per execution, ...``: the backend's own ``describe_confinement()``, else the local line."""
+    own = getattr(sandbox, "describe_confinement", None)
+    return own() if callable(own) else describe_local(sandbox)

@@ -51,6 +51,7 @@ from swarm_evo.sandbox.base import (
     default_memory_limit_mb,
     host_memory_mb,
 )
+from swarm_evo.sandbox.confinement import network_text
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
 from swarm_evo.sandbox.docker_streams import ContainerInit, attach_streams, logs_capture
 from swarm_evo.sandbox.env_scrub import scrub_env
@@ -59,6 +60,7 @@ from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spe
 from swarm_evo.sandbox.output import OutputCapture
 from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
+    mount_point,
     prepare_workdir,
     remove_escaping_links,
     take_back_workdir,
@@ -179,6 +181,14 @@ class DockerSandbox:
         except docker.errors.DockerException as exc:
             raise SandboxUnavailableError(f"cannot inspect image '{self.image}': {exc}") from None
 
+    confined = True
+    """Programs always run confined, in a container (:func:`~swarm_evo.sandbox.confinement.is_confined`)."""
+
+    def describe_confinement(self) -> str:
+        """The confinement line (:func:`~swarm_evo.sandbox.confinement.describe_confinement`)."""
+        return (f"container: sees only /workspace (its node directory) and input (read-only); network: "
+                f"{network_text(self)}; memory: {self.memory_limit_mb} MiB per container")
+
     @property
     def gpu_limit(self) -> str | None:
         """Global concurrency limit to hold around an execution (shared GPUs), or None."""
@@ -271,7 +281,7 @@ class DockerSandbox:
         """
         workdir = Path(workdir).resolve()
         prepare_workdir(code, workdir, public_dir, link_input=False)
-        _mount_point(workdir / INPUT_DIR)
+        mount_point(workdir / INPUT_DIR)
         owner = hand_over_workdir(workdir, NOBODY_UID, NOBODY_GID) if os.getuid() == 0 else None
         try:
             with self.devices.lease() as gpus:
@@ -387,10 +397,3 @@ def remove_stray_containers(under: Path, client=None) -> list[str]:
                 container.remove(force=True, v=True)
                 removed.append(container.name)
     return removed
-
-
-def _mount_point(path: Path) -> None:
-    """An empty directory where Docker mounts the public data (a local run's symlink is replaced)."""
-    if path.is_symlink():
-        path.unlink()
-    path.mkdir(exist_ok=True)

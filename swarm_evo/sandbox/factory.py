@@ -10,10 +10,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from swarm_evo.sandbox import backends
 from swarm_evo.sandbox.base import Sandbox
-from swarm_evo.sandbox.docker_sandbox import DockerSandbox
-from swarm_evo.sandbox.local import LocalSandbox
-from swarm_evo.sandbox.program_env import resolve_program_python
 
 if TYPE_CHECKING:
     from swarm_evo.config import RunConfig
@@ -32,7 +30,8 @@ def threads_per_execution(parallel_workers: int) -> int:
 
 
 def make_sandbox(config: RunConfig) -> Sandbox:
-    """The execution backend named by ``config.sandbox.backend`` (SPEC §10).
+    """The execution backend named by ``config.sandbox.backend`` (SPEC §10; built by its record in
+    :mod:`swarm_evo.sandbox.backends`).
 
     The local backend refuses, at its first execution, to run programs it cannot confine unless
     ``sandbox.allow_unconfined`` (:func:`swarm_evo.sandbox.confinement.cannot_confine`).
@@ -46,29 +45,4 @@ def make_sandbox(config: RunConfig) -> Sandbox:
         _warned_network.add(cfg.backend)
         log.warning("sandbox.network is true: programs of the %s backend share the host's network and reach its "
                     "local services (model servers, the Prefect API)", cfg.backend)
-    if cfg.backend == "docker":
-        return DockerSandbox(
-            image=cfg.image,
-            memory_limit_mb=cfg.memory_limit_mb,
-            cpus=cfg.cpus,
-            pids_limit=cfg.pids_limit,
-            shm_size_mb=cfg.shm_size_mb,
-            gpus=tuple(cfg.gpus) if isinstance(cfg.gpus, list) else cfg.gpus,
-            parallel_workers=config.search.parallel_workers,
-            num_threads=threads,
-            max_output_bytes=cfg.max_output_bytes,
-            disk_limit_mb=cfg.disk_limit_mb,
-            network=cfg.network,
-        )
-    return LocalSandbox(
-        python=resolve_program_python(cfg.python).path,
-        max_output_bytes=cfg.max_output_bytes,
-        memory_limit_mb=cfg.memory_limit_mb,
-        num_threads=threads,
-        pids_limit=cfg.pids_limit,
-        parallel_workers=config.search.parallel_workers,
-        shm_size_mb=cfg.shm_size_mb,
-        disk_limit_mb=cfg.disk_limit_mb,
-        network=cfg.network,
-        allow_unconfined=cfg.allow_unconfined,
-    )
+    return backends.get(cfg.backend).build(config, threads)

@@ -1,8 +1,10 @@
 """Local-process sandbox backend: a fresh Python process per execution (SPEC §10).
 
-The program runs as ``python solution.py`` with the node directory as cwd, under a small
-supervisor (:mod:`swarm_evo.sandbox.supervisor`, run by path with the sandbox interpreter)
-that enforces the timeout and guarantees that nothing the program started outlives it:
+The program runs as ``python solution.py`` (:meth:`LocalSandbox.command`) with the node
+directory as cwd, under a small supervisor (:mod:`swarm_evo.sandbox.supervisor`, run by path
+with the sandbox interpreter through :func:`swarm_evo.sandbox.process_runner.run_supervised`,
+the one subprocess runner) that enforces the timeout and guarantees that nothing the program
+started outlives it:
 
 * **Process tree.** The program runs in its own PID namespace: when it ends, times out, or
   the run process is SIGKILLed, the kernel kills every process it left, daemons included.
@@ -47,11 +49,8 @@ import functools
 import json
 import logging
 import os
-import select
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Mapping
 
@@ -67,31 +66,26 @@ from swarm_evo.sandbox.base import (
     SandboxUnavailableError,
     default_memory_limit_mb,
 )
-from swarm_evo.sandbox.confinement import cannot_confine
+from swarm_evo.sandbox.confinement import describe_local, local_mode
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import result_from_captures
-from swarm_evo.sandbox.output import OutputCapture, pump
+from swarm_evo.sandbox.process_runner import run_supervised
 from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
     prepare_workdir,
     remove_escaping_links,
     take_back_workdir,
 )
-from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, classify_disk_limit
+from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, classify_disk_limit
 from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
 
 log = logging.getLogger(__name__)
 
-SUPERVISOR = Path(__file__).with_name("supervisor.py")
 SUPERVISOR_NAMESPACE = Path(__file__).with_name("supervisor_namespace.py")
-"""The supervisor script (standard library only), run by path with the sandbox interpreter."""
+"""The supervisor's helpers (standard library only): run by path, they print an interpreter's paths."""
 
 HOME_DIR = ".home"
 """``HOME`` of a program run as nobody: ``working/.home`` (created per execution)."""
-
-BACKSTOP_SECONDS = 4.0
-"""The run process kills the supervisor this long after the program's timeout if it has not
-reported (the supervisor itself kills the program at the timeout)."""
 
 _warned: set[str] = set()
 
@@ -254,14 +248,14 @@ class LocalSandbox:
                 take_back_workdir(workdir, owner, user[0])
             remove_escaping_links(workdir, public_dir)
 
-    def _config(self, workdir: Path, public_dir: Path, user, timeout: float, status_fd: int,
+    def _config(self, workdir: Path, public_dir: Path, user, timeout: float,
                 python_paths: tuple[str, ...], memory: ExecutionMemory) -> dict:
+        """The supervisor's config (:mod:`.supervisor`; :func:`.process_runner.run_supervised` adds ``status_fd``)."""
         uid = user[0] if user is not None else os.getuid()
         return {
             "argv": self.command(),
             "workdir": str(workdir),
             "timeout": timeout,
-            "status_fd": status_fd,
             "parent_pid": os.getpid(),
             "uid": user[0] if user is not None else None,
             "gid": user[1] if user is not None else None,
@@ -288,63 +282,10 @@ class LocalSandbox:
 
     def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
                    python_paths: tuple[str, ...], memory: ExecutionMemory) -> ExecutionResult:
-        status_r, status_w = os.pipe()
-        cfg = self._config(workdir, public_dir, user, timeout, status_w, python_paths, memory)
-        # Past the disk limit: SIGTERM the supervisor, which ends the whole program tree
-        # (namespace mode: its init is killed; subreaper mode: the wait loop kills the tree).
-        # Made before the program starts: it measures what the directory holds already.
-        watcher = DiskWatcher(workdir, self.disk_limit_mb * 1024 * 1024, on_exceed=lambda: _stop(proc, signal.SIGTERM))
-        started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                [self.python, "-I", "-S", str(SUPERVISOR), json.dumps(cfg)],
-                cwd=workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(status_w,),
-            )
-        except OSError as exc:
-            os.close(status_r)
-            raise SandboxError(f"cannot start {self.python!r}: {exc}") from exc
-        finally:
-            os.close(status_w)
-        out, err = OutputCapture(self.max_log_bytes), OutputCapture(self.max_log_bytes)
-        threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
-        backstop = False
-        try:
-            with watcher, memory.watch(on_oom=lambda: _stop(proc, signal.SIGTERM)):
-                report_bytes, backstop = _read_report(status_r, started + timeout + BACKSTOP_SECONDS)
-                if backstop:
-                    _stop(proc, signal.SIGKILL)
-                proc.wait()
-        except BaseException:
-            # Caller interrupted (KeyboardInterrupt, flow cancellation): never leak processes.
-            _stop(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                _stop(proc, signal.SIGKILL)
-                proc.wait()
-            raise
-        finally:
-            os.close(status_r)
-            for t in threads:
-                t.join(timeout=10)
-        report = _parse_report(report_bytes)
-        if backstop:
-            report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": True}
-        elif (watcher.tripped or memory.oom_killed) and not (report and report.get("status") is not None):
-            # stopped at the disk limit or the first OOM kill: the namespace supervisor dies without a report
-            report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": False}
-        elif report is None or report.get("error"):
-            detail = (report or {}).get("error") or f"no report (exit {proc.returncode})"
-            if report and report.get("unconfinable"):
-                raise SandboxUnavailableError(cannot_confine(detail.split("Unconfinable: ", 1)[-1]))
-            raise SandboxError(f"local sandbox failed: {detail}; stderr: {err.data()[-2000:].decode(errors='replace')}")
+        cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory)
+        run = run_supervised(self.python, cfg, workdir, env, timeout, self.max_log_bytes,
+                             self.disk_limit_mb * 1024 * 1024, memory)
+        report = run.report
         self.last_mode = report.get("mode")
         for warning in report.get("warnings") or []:
             _warn_once(warning)
@@ -352,8 +293,8 @@ class LocalSandbox:
         exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
         result = result_from_captures(
             workdir,
-            out,
-            err,
+            run.out,
+            run.err,
             exit_code=exit_code,
             exec_time=float(report.get("exec_time") or 0.0),
             timed_out=bool(report.get("timed_out")),
@@ -362,36 +303,14 @@ class LocalSandbox:
             owner=owner,
         )
         # a stop by the watcher before the timeout is not a timeout (the supervisor's timer starts later)
-        return memory.classify(classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=started + timeout))
+        return memory.classify(classify_disk_limit(result, self.disk_limit_mb, run.watcher,
+                                                   deadline=run.started + timeout))
 
+    @property
+    def confined(self) -> bool:
+        """False when programs run unconfined (the ``subreaper`` mode; :mod:`.confinement`)."""
+        return (self.last_mode or local_mode(self.isolate)) != "subreaper"
 
-def _read_report(fd: int, deadline: float) -> tuple[bytes, bool]:
-    """Read the supervisor's report until EOF or ``deadline`` (monotonic); ``(data, late)``."""
-    chunks = []
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"".join(chunks), True
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks), False
-        chunks.append(chunk)
-
-
-def _parse_report(data: bytes) -> dict | None:
-    try:
-        report = json.loads(data) if data else None
-    except ValueError:
-        return None
-    return report if isinstance(report, dict) else None
-
-
-def _stop(proc: subprocess.Popen, sig: int) -> None:
-    """Signal the supervisor (its PID-namespace init and the program die with it)."""
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    def describe_confinement(self) -> str:
+        """What programs see and reach, and how their memory is bounded (:func:`.confinement.describe_local`)."""
+        return describe_local(self)

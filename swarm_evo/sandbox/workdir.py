@@ -151,3 +151,11 @@ def remove_escaping_links(workdir: Path, public_dir: Path | None = None) -> list
                     os.unlink(path)
                     removed.append(rel)
     return removed
+
+
+def mount_point(path: Path) -> None:
+    """An empty directory where a container runtime mounts the public data (a local run's
+    ``input`` symlink is replaced)."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(exist_ok=True)

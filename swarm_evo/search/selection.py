@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 from swarm_evo.population.genes import DEFAULT_STUB_THRESHOLD, LOCI, gene_id, non_stub_loci
 from swarm_evo.population import ranking
@@ -285,8 +285,9 @@ def select_mutation_target(
 
 def choose_phase2_operation(
     journal: Journal, rng: random.Random, merge_probability: float = 0.5
-) -> Literal["merge", "mutate"]:
-    """merge with probability ``merge_probability``, else mutate; mutate when < 2 valid nodes.
+) -> str:
+    """The Phase 2 operation (SPEC §6 C): ``merge`` with probability ``merge_probability``, else
+    ``mutate``; ``mutate`` when < 2 valid nodes.
 
     One ``rng.random()`` is drawn on every call, so the random stream does not depend on the
     pool size.

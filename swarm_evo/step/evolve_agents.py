@@ -13,17 +13,17 @@ import logging
 from typing import Callable
 
 from swarm_evo.learning.agent_evolution import (
-    AGENT_TEXTS_TOOL,
     EVOLUTIONS_DIR,
     AgentStats,
     EvolutionRecord,
     Rewrite,
+    agent_texts_tool,
     best_and_worst_plans,
     evolution_due,
     rank_agents,
     split_elite_and_weak,
 )
-from swarm_evo.learning.agents import TEXT_KINDS, Agent
+from swarm_evo.learning.agents import Agent, text_kinds
 from swarm_evo.llm.review_completion import ReviewReply, complete_review
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.population.node import LLMUsage
@@ -36,21 +36,22 @@ log = logging.getLogger(__name__)
 
 AskFn = Callable[[str, dict], ReviewReply]
 """``ask(prompt, ctx) -> ReviewReply``: the forced ``submit_agent_texts`` call
-(:func:`swarm_evo.llm.review_completion.complete_review` with :data:`AGENT_TEXTS_TOOL`); the Prefect
+(:func:`swarm_evo.llm.review_completion.complete_review` with :func:`~swarm_evo.learning.agent_evolution.agent_texts_tool`); the Prefect
 layer passes one that retries transient errors (tasks/agents.py)."""
 
 
 def _agent_view(agent: Agent, stats: AgentStats) -> dict:
-    return {"id": agent.id, "texts": {k: agent.texts[k] for k in TEXT_KINDS}, "stats": stats.model_dump()}
+    return {"id": agent.id, "texts": {k: agent.texts[k] for k in text_kinds()}, "stats": stats.model_dump()}
 
 
 def _valid_texts(args: dict | None) -> tuple[dict[str, str] | None, str | None]:
     if args is None:
         return None, "no tool call"
-    bad = [k for k in TEXT_KINDS if not isinstance(args.get(k), str) or not args[k].strip()]
+    kinds = text_kinds()
+    bad = [k for k in kinds if not isinstance(args.get(k), str) or not args[k].strip()]
     if bad:
         return None, f"the reply lacks non-empty texts for {', '.join(bad)}"
-    return {k: args[k].strip() for k in TEXT_KINDS}, None
+    return {k: args[k].strip() for k in kinds}, None
 
 
 def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> EvolutionRecord | None:
@@ -90,7 +91,7 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
         model_failed = False
         try:
             if ask is None:
-                reply = complete_review(session.evolution_endpoint, prompt, AGENT_TEXTS_TOOL, ctx)
+                reply = complete_review(session.evolution_endpoint, prompt, agent_texts_tool(), ctx)
             else:
                 reply = ask(prompt, ctx)
             args, call_usage, error = reply.arguments, reply.usage, reply.error

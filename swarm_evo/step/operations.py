@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 from swarm_evo.learning.evolution_log import build_evolution_log
+from swarm_evo.operators import registry
 from swarm_evo.population.genes import parse_genes, split_program
 from swarm_evo.population.node import Node
 from swarm_evo.prompting.prompts import render
@@ -53,21 +54,40 @@ def operation_context(session: RunSession, slot: int, operation: str) -> tuple[s
     }
 
 
+def agent_request(
+    session: RunSession,
+    slot: int,
+    operation: str,
+    prompt_vars: dict[str, Any],
+    ctx_vars: dict[str, Any] | None = None,
+    parent_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> OperationRequest:
+    """A step of an operation agents write (:mod:`swarm_evo.operators`): its agent (the
+    dispatcher, :func:`operation_context`), its template (the registry's) rendered with every
+    prompt's variables, the agent's and ``prompt_vars``, and the offline CTX
+    (:func:`~swarm_evo.run.model_context.offline_context`, call key ``slot<slot>:<operation>``)
+    with ``ctx_vars``; the request's phase is the operation's.
+
+    Raises:
+        KeyError: ``operation`` is not registered.
+    """
+    op = registry.get(operation)
+    agent_id, agent_vars = operation_context(session, slot, operation)
+    prompt = render(op.template, **prompt_context(session), **agent_vars, **prompt_vars)
+    ctx = offline_context(session, operation, f"slot{slot}:{operation}")
+    ctx.update(ctx_vars or {})
+    return OperationRequest(operation=operation, phase=op.phase, slot=slot, parent_id=parent_id, template=op.template,
+                            prompt=prompt, ctx=ctx, agent_id=agent_id, metadata=metadata or {})
+
+
 def prepare_draft(session: RunSession, slot: int) -> OperationRequest:
     """Phase 1 draft: draft.j2 with the draft history (seed 000 §5 'diversity')."""
-    history = draft_history(session.journal)
-    agent_id, agent_vars = operation_context(session, slot, "draft")
-    prompt = render(
-        "draft.j2",
-        **prompt_context(session),
-        **agent_vars,
-        draft_history=draft_history(session.journal, include_failed=True),
-        data_preview=session.data_preview,
-    )
-    ctx = offline_context(session, "draft", f"slot{slot}:draft")
-    ctx["draft_history"] = history
-    return OperationRequest(
-        operation="draft", phase=1, slot=slot, template="draft.j2", prompt=prompt, ctx=ctx, agent_id=agent_id
+    return agent_request(
+        session, slot, "draft",
+        prompt_vars={"draft_history": draft_history(session.journal, include_failed=True),
+                     "data_preview": session.data_preview},
+        ctx_vars={"draft_history": draft_history(session.journal)},
     )
 
 
@@ -115,21 +135,11 @@ def _prepare_mutate(session: RunSession, slot: int, parent: Node, rng: random.Ra
     target = select_mutation_target(
         parent, rng, loci=session.loci, stub_threshold=session.config.search.stub_threshold
     )
-    agent_id, agent_vars = operation_context(session, slot, "mutate")
-    prompt = render(
-        "mutate.j2", **prompt_context(session), **agent_vars, parent=parent, target_locus=target
-    )
-    ctx = offline_context(session, "mutate", f"slot{slot}:mutate")
-    ctx.update(parent_code=parent.code, target_locus=target)
-    return OperationRequest(
-        operation="mutate",
-        phase=2,
-        slot=slot,
+    return agent_request(
+        session, slot, "mutate",
+        prompt_vars={"parent": parent, "target_locus": target},
+        ctx_vars={"parent_code": parent.code, "target_locus": target},
         parent_id=parent.id,
-        template="mutate.j2",
-        prompt=prompt,
-        ctx=ctx,
-        agent_id=agent_id,
         metadata={"target_locus": target},
     )
 
@@ -149,12 +159,13 @@ def prepare_debug_node(session: RunSession, slot: int, parent: Node, depth: int 
         session, slot, f"slot{slot}:debugnode", depth, GREEDY_MAX_DEBUG_DEPTH,
         parent.code, parent.term_out, parent.exc_type, problems,
     )
+    op = registry.get("debug")
     return OperationRequest(
-        operation="debug",
-        phase=2,
+        operation=op.name,
+        phase=op.phase,
         slot=slot,
         parent_id=parent.id,
-        template="debug.j2",
+        template=op.template,
         prompt=prompt,
         ctx=ctx,
         metadata={"policy_action": "debug", "debug_depth": depth},
@@ -205,26 +216,11 @@ def _prepare_merge(session: RunSession, slot: int, plan) -> OperationRequest:
         scaffold=parse_genes(parent.code),
         required=session.objective.required_loci,
     )
-    agent_id, agent_vars = operation_context(session, slot, "merge")
-    prompt = render(
-        "merge.j2",
-        **prompt_context(session),
-        **agent_vars,
-        primary_parent=parent,
-        gene_plan=genes,
-        merge_warnings=warnings,
-        data_preview=session.data_preview,
-    )
-    ctx = offline_context(session, "merge", f"slot{slot}:merge")
-    ctx.update(primary_parent_code=parent.code, gene_plan=plan.to_context())
-    return OperationRequest(
-        operation="merge",
-        phase=2,
-        slot=slot,
+    return agent_request(
+        session, slot, "merge",
+        prompt_vars={"primary_parent": parent, "gene_plan": genes, "merge_warnings": warnings,
+                     "data_preview": session.data_preview},
+        ctx_vars={"primary_parent_code": parent.code, "gene_plan": plan.to_context()},
         parent_id=parent.id,
-        template="merge.j2",
-        prompt=prompt,
-        ctx=ctx,
-        agent_id=agent_id,
         metadata={"gene_sources": plan.sources(), "gene_plan": plan.metadata(), "merge_warnings": warnings},
     )

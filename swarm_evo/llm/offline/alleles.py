@@ -10,8 +10,11 @@ optuna variant (constant ``OPTUNA_TRIALS`` present; only drafted when optuna is 
 
 from __future__ import annotations
 
+import json
+
 from . import boosters
-from .dataset import LOWER_IS_BETTER, DatasetInfo
+from .dataset import DatasetInfo
+from .preamble import IMPORT_LINES
 
 STUBS = {
     "LOSS": "# Loss: the estimator's default objective.\n\n",
@@ -91,18 +94,40 @@ def default_tricks(info: DatasetInfo) -> dict:
     return consts
 
 
-_METRIC = {
-    "accuracy": "    return accuracy_score(y_true, pred)",
-    "micro-f1-score": '    return f1_score(y_true, pred, average="micro")',
-    "macro-f1-score": '    return f1_score(y_true, pred, average="macro")',
-    "auc-roc": "    return roc_auc_score(y_true, pred)",
-    "log-loss": "    return log_loss(y_true, np.column_stack([1 - pred, pred]), labels=[0, 1])",
-    "multi-class-log-loss": "    return log_loss(y_true, pred, labels=list(range(len(CLASSES))))",
-    "root-mean-squared-error": "    return float(np.sqrt(mean_squared_error(y_true, pred)))",
-    "root-mean-squared-log-error": (
-        "    return float(np.sqrt(mean_squared_error(np.log1p(y_true), np.log1p(np.clip(pred, 0, None)))))"),
-    "mean-absolute-error": "    return mean_absolute_error(y_true, pred)",
+PORTABLE_METRICS = {
+    "root_mean_squared_error": "float(np.sqrt(mean_squared_error(y_true, pred)))",
+    "root_mean_squared_log_error": "float(np.sqrt(mean_squared_error(np.log1p(y_true), np.log1p(np.clip(pred, 0, None)))))",
 }
+"""``sklearn.metrics`` functions newer than some program environments' scikit-learn (1.4), written
+with the functions every version has; the value is the same."""
+
+
+def metric_function(info: DatasetInfo) -> str:
+    """The ``sklearn.metrics`` function of the competition's metric: the CTX's
+    ``competition.metric`` (the grader's), else ``accuracy_score`` for classification and
+    ``root_mean_squared_error`` for regression."""
+    return info.metric or ("accuracy_score" if info.task == "classification" else "root_mean_squared_error")
+
+
+def metric_lines(info: DatasetInfo) -> list[str]:
+    """The body of ``compute_metric(y_true, pred)``: the grader's metric (:func:`metric_function`
+    with the CTX's ``competition.metric_kwargs``) on the encoded targets and the predictions in
+    the grader's space (:func:`_predict_lines`). A probability metric of two classes gets both
+    columns (``log_loss``'s ``labels=[0, 1]``, as the grader passes them), of several classes
+    the encoded class indices; a function the preamble does not import is imported here."""
+    fn = metric_function(info)
+    kwargs = "".join(f", {k}={json.dumps(v)}" for k, v in sorted(info.metric_kwargs.items()))
+    if fn == "log_loss" and info.output == "proba_binary":
+        call = f"log_loss(y_true, np.column_stack([1 - pred, pred]), labels=[0, 1]{kwargs})"
+    elif fn == "log_loss" and info.output == "proba_multi":
+        call = f"log_loss(y_true, pred, labels=list(range(len(CLASSES))){kwargs})"
+    elif fn in PORTABLE_METRICS and not kwargs:
+        return [f"    return {PORTABLE_METRICS[fn]}"]
+    else:
+        call = f"{fn}(y_true, pred{kwargs})"
+    if f"from sklearn.metrics import {fn}" in IMPORT_LINES:
+        return [f"    return {call}"]
+    return [f"    from sklearn.metrics import {fn}", "", f"    return {call}"]
 
 
 def _predict_lines(info: DatasetInfo) -> list[str]:
@@ -116,7 +141,7 @@ def _predict_lines(info: DatasetInfo) -> list[str]:
             '    proba = np.clip(model.predict_proba(features), cfg("CLIP_EPS", 1e-6), 1.0)',
             "    return proba / proba.sum(axis=1, keepdims=True)",
         ]
-    clip = "np.clip(pred, 0, None)" if info.grader == "root-mean-squared-log-error" else "pred"
+    clip = "np.clip(pred, 0, None)" if info.non_negative else "pred"
     return head + [
         "    pred = model.predict(features)",
         '    if cfg("LOG_TARGET", False):',
@@ -178,8 +203,7 @@ def render_tricks(info: DatasetInfo, consts: dict | None = None) -> str:
         "",
         "def compute_metric(y_true, pred):",
         f'    """The competition metric ({info.grader}) with sklearn.metrics."""',
-        _METRIC.get(info.grader, _METRIC["accuracy"] if info.task == "classification"
-                    else _METRIC["root-mean-squared-error"]),
+        *metric_lines(info),
         "",
         "",
         "def fit_target(values):",
@@ -198,7 +222,7 @@ def render_tricks(info: DatasetInfo, consts: dict | None = None) -> str:
         '    splitter = KFold(n_splits=N_FOLDS, shuffle=True, random_state=int(cfg("RANDOM_STATE", 42)))',
     ]
     if search:
-        lines += boosters.optuna_search_lines(info.grader in LOWER_IS_BETTER)
+        lines += boosters.optuna_search_lines(info.lower_is_better)
     else:
         lines += [
             "fold_scores = []",

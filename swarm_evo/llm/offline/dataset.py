@@ -5,6 +5,13 @@ Reads only files under the competition's public directory (``train.csv``, ``test
 competition); never private answers. The result steers which program the offline model
 writes; the programs themselves re-read the data at run time.
 
+What the grader wants comes from the CTX alone (docs/CONTRACTS.md; the grader's facts,
+:meth:`swarm_evo.competition.graders.Grader.facts`): ``grader_kind`` decides the program's task
+and output (labels, probabilities of one or several classes, values), ``is_lower_better`` the
+direction of its searches, ``metric`` and ``metric_kwargs`` the metric it prints,
+``non_negative`` whether its predictions are clipped at 0. A CTX without
+a kind gets a guess from the target column (regression for many distinct floats).
+
 Image competitions (MLE-bench's layout, e.g. ``sklearn-digits-images``): a folder of images
 (``train/``) whose file names are the id column of ``train.csv`` (``<id>.png`` or the id itself
 as the file name), the test images in a folder named by the test ids (``test.csv``'s, else the
@@ -20,11 +27,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-
-PROBA_GRADERS = {"auc-roc", "log-loss", "multi-class-log-loss"}
-LABEL_GRADERS = {"accuracy", "micro-f1-score", "macro-f1-score"}
-REGRESSION_GRADERS = {"root-mean-squared-error", "root-mean-squared-log-error", "mean-absolute-error"}
-LOWER_IS_BETTER = {"log-loss", "multi-class-log-loss"} | REGRESSION_GRADERS
 
 
 @dataclass
@@ -53,6 +55,11 @@ class DatasetInfo:
     image_mode: str = "L"  # the PIL mode programs convert to: "L" (grayscale) or "RGB"
     image_shape: tuple[int, int] = (0, 0)  # (width, height) of a sampled training image, pixels
     packages: dict[str, str] = field(default_factory=dict)  # the sandbox's installed packages (name -> version)
+    grader_kind: str | None = None  # the grader's kind (CTX competition.grader_kind), None: not given
+    lower_is_better: bool = False  # the metric's direction (CTX competition.is_lower_better)
+    metric: str | None = None  # the grader's sklearn.metrics function (CTX competition.metric)
+    metric_kwargs: dict = field(default_factory=dict)  # its keyword arguments (CTX competition.metric_kwargs)
+    non_negative: bool = False  # predictions must be >= 0 (CTX competition.non_negative: RMSLE)
 
     @property
     def is_text(self) -> bool:
@@ -87,12 +94,15 @@ def public_columns(public_dir: str) -> list[str]:
     return cols
 
 
-def _grader_output(grader: str, n_sub_cols: int) -> tuple[str, str]:
-    if grader in REGRESSION_GRADERS:
+def grader_output(kind: str | None, n_sub_cols: int) -> tuple[str, str]:
+    """``(task, output)`` of a grader kind (:data:`swarm_evo.competition.graders.GraderKind`) with
+    ``n_sub_cols`` target columns: regression values; probabilities of several classes (one
+    column per class) or of the positive class; labels (``label``, ``ordinal``, and no kind)."""
+    if kind == "regression":
         return "regression", "value"
-    if grader == "multi-class-log-loss" or (grader in PROBA_GRADERS and n_sub_cols > 1):
+    if kind == "multiclass_probability" or (kind == "probability" and n_sub_cols > 1):
         return "classification", "proba_multi"
-    if grader in PROBA_GRADERS:
+    if kind == "probability":
         return "classification", "proba_binary"
     return "classification", "label"
 
@@ -159,7 +169,8 @@ def _image_mode_shape(path: str) -> tuple[str, tuple[int, int]]:
 
 
 def infer_dataset(competition: dict, packages: dict | None = None) -> DatasetInfo:
-    """Build a :class:`DatasetInfo` from the CTX ``competition`` dict and the public files.
+    """Build a :class:`DatasetInfo` from the CTX ``competition`` dict (its grader facts: module
+    docstring) and the public files.
 
     ``packages`` is the CTX's ``packages`` (what the sandbox has installed, name -> version);
     it decides e.g. whether image programs may add HOG features (``scikit-image``).
@@ -180,16 +191,18 @@ def infer_dataset(competition: dict, packages: dict | None = None) -> DatasetInf
         target = only_train[0]
     else:
         target = sub_cols[0]
-    task, output = _grader_output(grader, len(sub_cols))
-    if grader not in PROBA_GRADERS | LABEL_GRADERS | REGRESSION_GRADERS:
-        # unknown grader: guess from the target
-        if pd.api.types.is_float_dtype(train[target]) and train[target].nunique() > 20:
-            task, output = "regression", "value"
+    kind = competition.get("grader_kind")
+    task, output = grader_output(kind, len(sub_cols))
+    if kind is None and pd.api.types.is_float_dtype(train[target]) and train[target].nunique() > 20:
+        task, output = "regression", "value"  # no kind given: guess from the target
     info = DatasetInfo(public_dir=public_dir, grader=grader, id_col=id_col, submission_cols=sub_cols,
                        target_col=target, task=task, output=output, n_rows=len(train),
                        columns=[str(c) for c in train.columns], sample_file=os.path.basename(sample_path),
                        test_file="test.csv" if os.path.exists(test_path) else os.path.basename(sample_path),
-                       packages=dict(packages or {}))
+                       packages=dict(packages or {}), grader_kind=kind,
+                       lower_is_better=bool(competition.get("is_lower_better", False)),
+                       metric=competition.get("metric"), metric_kwargs=dict(competition.get("metric_kwargs") or {}),
+                       non_negative=bool(competition.get("non_negative", False)))
     if id_col in train.columns and id_col in test.columns:
         found = _image_folder(public_dir, train[id_col])
         found_test = _image_folder(public_dir, test[id_col]) if found else None

@@ -15,9 +15,7 @@ import math
 import random
 import re
 
-OPERATIONS = ("draft", "merge", "mutate")
-TEXT_KEYS = ("role",) + OPERATIONS
-ARGUMENT_KEYS = TEXT_KEYS + ("rationale",)
+from swarm_evo.operators import registry
 
 MAX_TEXT_CHARS = 3900
 SUMMARY_CHARS = 120
@@ -30,16 +28,10 @@ _LESSONS_RE = re.compile(r"(?ms)^[ \t]*#{1,6}[ \t]*" + re.escape(LESSONS_TITLE) 
 _FOCUS_RE = re.compile(r"(?s)\s*" + re.escape(FOCUS_PREFIX) + r"[^\n]*?\(strategy generation \d+, evolved from [^)\n]*\)\s*$")
 _MARKER_RE = re.compile(r"\s*\(strategy generation \d+, evolved from [^)\n]*\)\s*$")
 
-DEFAULT_TEXTS = {
-    "role": "You are a Kaggle grandmaster who writes complete, correct, well-validated "
-            "machine-learning programs.",
-    "draft": "Write a complete solution from scratch: load the data, build sensible features, "
-             "fit a well-suited model with cross-validation and write the submission file.",
-    "merge": "Combine the strongest sections of the parent solutions into one coherent program, "
-             "keeping the interfaces between sections consistent.",
-    "mutate": "Change one section of the parent solution in a focused way that is likely to "
-              "improve the validation metric, leaving the rest intact.",
-}
+DEFAULT_ROLE = ("You are a Kaggle grandmaster who writes complete, correct, well-validated "
+                "machine-learning programs.")
+"""The role when neither the elite nor the agent has one; an operation's text falls back to its
+``AgentText.fallback`` (:mod:`swarm_evo.operators`)."""
 
 _RELIABILITY = [
     "Reliability first: {yours} fail too often (success rate {sr}). Check that every "
@@ -78,14 +70,6 @@ _UNTRIED = [
     "No {op} steps of yours have been recorded: begin conservatively with a dependable "
     "approach and validate it properly.",
 ]
-_OP_HINTS = {
-    "draft": {"reliability": "Start from a dependable baseline before adding features.",
-              "quality": "Pick a model family that suits the data rather than the first that comes to mind."},
-    "merge": {"reliability": "Make sure the combined sections agree on column names and variable names.",
-              "quality": "Take each section from the parent where it is strongest."},
-    "mutate": {"reliability": "Change one section at a time and keep its interface intact.",
-               "quality": "Make the change bold enough to move the metric, not a cosmetic tweak."},
-}
 _FOCUS = {
     "reliability": ["produce programs that run end to end and write a valid submission, then improve them.",
                     "reliability before ambition: validated inputs, simple robust models.",
@@ -162,7 +146,7 @@ def _base_text(key: str, elite: dict | None, agent: dict | None) -> str:
         stripped = strip_evolved(_texts(source).get(key) or "")
         if stripped:
             return stripped
-    return DEFAULT_TEXTS[key]
+    return DEFAULT_ROLE if key == "role" else registry.get(key).agent.fallback
 
 
 def _op_stats(stats: dict, op: str) -> tuple[int, float, float, bool]:
@@ -222,8 +206,8 @@ def lessons_block(op: str, ctx: dict, rng: random.Random) -> str:
     fields = {"op": op, "yours": yours, "sr": _fmt(success), "mq": _fmt(quality),
               "metric": _metric_phrase(ctx.get("competition") or {})}
     variants = {"reliability": _RELIABILITY, "quality": _QUALITY, "refine": _REFINE, "untried": _UNTRIED}[mode]
-    hint_kind = "reliability" if mode in ("reliability", "untried") else "quality"
-    fields["op_hint"] = _OP_HINTS[op][hint_kind]
+    text = registry.get(op).agent
+    fields["op_hint"] = text.reliability if mode in ("reliability", "untried") else text.quality
     advice = rng.choice(variants).format(**fields).strip()
     parts = [f"### {LESSONS_TITLE} (generation {generation})", advice]
     best = _plans(ctx.get("best_plans"), op)
@@ -238,8 +222,9 @@ def lessons_block(op: str, ctx: dict, rng: random.Random) -> str:
 
 
 def evolve_agent(ctx: dict, rng: random.Random) -> dict:
-    """The ``submit_agent_texts`` arguments for an ``evolve_agent`` CTX:
-    ``{"role", "draft", "merge", "mutate", "rationale"}``, all non-empty strings."""
+    """The ``submit_agent_texts`` arguments for an ``evolve_agent`` CTX: ``role``, a text per
+    operation agents write (:func:`swarm_evo.operators.registry.agent_operations`), ``rationale``;
+    all non-empty strings."""
     agent = ctx.get("agent") or {}
     elite = ctx.get("elite") or None
     if not _texts(elite):
@@ -251,7 +236,8 @@ def evolve_agent(ctx: dict, rng: random.Random) -> dict:
     old = _texts(agent)
 
     out: dict[str, str] = {}
-    for op in OPERATIONS:
+    operations = registry.agent_operations()
+    for op in operations:
         text = _fit(_base_text(op, elite, agent), lessons_block(op, ctx, rng))
         if text == str(old.get(op) or ""):
             text = _fit(_base_text(op, elite, agent), lessons_block(op, ctx, rng) + " Revised again.")
@@ -279,4 +265,4 @@ def evolve_agent(ctx: dict, rng: random.Random) -> dict:
         f"Rewrote {agent_id} (score {_num(stats.get('score')):.3f}) from the texts of elite {elite_id} "
         f"(score {elite_score:.3f}) for generation {generation}; {reason}. "
         f"Lessons use {n_best} best and {n_worst} worst plans of {agent_id}.")
-    return {k: out[k] for k in ARGUMENT_KEYS}
+    return {k: out[k] for k in ("role", *operations, "rationale")}

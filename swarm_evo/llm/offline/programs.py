@@ -141,24 +141,22 @@ def approach_tag(code: str) -> str:
     return " + ".join(parts)
 
 
-def plan_text(info: DatasetInfo, code: str, purpose: str, detail: str = "") -> str:
-    """A short plan paragraph for a code reply."""
-    tag = approach_tag(code)
-    base = {
-        "draft": f"Draft: {tag}. The program infers the id and target columns from the sample "
-                 f"submission, preprocesses each column type, runs K-fold cross-validation on the "
-                 f"competition metric ({info.grader}), refits on all rows and writes "
-                 f"./submission/submission.csv.",
-        "mutate": f"Mutation of one gene only; the resulting approach is {tag}.",
-        "merge": f"Merge: the primary parent is the scaffold and each locus takes the planned gene; "
-                 f"the result is {tag}.",
-        "debug": f"Debug: minimal change to the failing program ({tag}).",
-        "fix": f"Fix of the static pre-validation errors ({tag}).",
-    }[purpose]
-    if purpose == "draft" and isinstance(_lit(constants(code).get("OPTUNA_TRIALS")), int):
-        base += (" The cross-validation runs inside a seeded optuna TPE study over the estimator's "
-                 "main parameters; the best trial is refitted.")
+def plan_text(code: str, opening: str, detail: str = "") -> str:
+    """A short plan paragraph for a code reply: ``opening`` (``{tag}`` in it becomes the code's
+    approach tag), then ``detail``."""
+    base = opening.format(tag=approach_tag(code))
     return (base + (" " + detail if detail else "")).strip()
+
+
+def draft_plan(info: DatasetInfo, code: str) -> str:
+    """The plan paragraph of a drafted program (and of its optuna study, when it has one)."""
+    opening = ("Draft: {tag}. The program infers the id and target columns from the sample submission, "
+               "preprocesses each column type, runs K-fold cross-validation on the competition metric "
+               f"({info.grader}), refits on all rows and writes ./submission/submission.csv.")
+    if isinstance(_lit(constants(code).get("OPTUNA_TRIALS")), int):
+        opening += (" The cross-validation runs inside a seeded optuna TPE study over the estimator's "
+                    "main parameters; the best trial is refitted.")
+    return plan_text(code, opening)
 
 
 # ----------------------------------------------------------------------------- mutation
@@ -302,7 +300,7 @@ def mutate_gene(info: DatasetInfo, locus: str, text: str, rng: random.Random, co
     if locus == "TRAINING_TRICKS":
         if boosters.installed(packages, "optuna") and rng.random() < OPTUNA_SWITCH_RATE:
             return switch_optuna(info, text)
-        exclude = ("LOG_TARGET",) if info.grader == "root-mean-squared-log-error" else ()
+        exclude = ("LOG_TARGET",) if info.non_negative else ()
         res = perturb_constant(text, rng, exclude=exclude + ("CLIP_EPS",))
         if res:
             return res

@@ -1,12 +1,13 @@
 """The offline model's answer to one call, from the structured context (CTX) alone.
 
-Purposes: draft, mutate, merge, debug, fix (code replies: plan + one fenced python block),
+Purposes: every search operation (:mod:`swarm_evo.operators`: draft, merge, mutate, debug;
+the registry names each one's handler) and fix (code replies: plan + one fenced python block),
 review (a ``submit_review`` tool call) and evolve_agent (a ``submit_agent_texts`` tool call:
-rewritten role/draft/merge/mutate agent texts, SPEC §9). All randomness comes from
+the rewritten role and operation texts, SPEC §9). All randomness comes from
 ``random.Random(f"{seed}:{call_key}")``, so the same CTX gives the same reply.
 
 A CTX with a ``problem`` key (program-optimisation problems: circle packing, TSP, code
-optimisation) is answered by :mod:`.program` (draft, mutate, merge, debug, fix,
+optimisation) is answered by :mod:`.program` (the operations' ``problem`` handlers, fix,
 auxiliary_metrics code replies; review tool call); evolve_agent stays generic.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from swarm_evo.operators import registry
+from swarm_evo.operators.operator import OfflineHandlers
 from swarm_evo.population import genes as G
 
 from . import (
@@ -30,7 +33,7 @@ from . import (
 )
 from .dataset import DatasetInfo, infer_dataset
 from .program import review as program_review
-from .program.operations import HANDLERS as PROGRAM_HANDLERS
+from .program.operations import PURPOSES as PROGRAM_PURPOSES
 
 
 @dataclass
@@ -80,7 +83,7 @@ def draft(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort 
     spec = effort.size_spec(info, spec, work)
     code = programs.render_program_from_spec(info, spec, _title(ctx))
     code, fault = _maybe_fault(ctx, rng, code, ["DATA", "MODEL", "TRAINING_TRICKS"])
-    return code_reply(programs.plan_text(info, code, "draft"), code)
+    return code_reply(programs.draft_plan(info, code), code)
 
 
 MUTATE_TRIES = 5
@@ -109,7 +112,8 @@ def mutate(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort
             break
     new_code = G.replace_gene(code, locus, new_text)
     new_code, fault = _maybe_fault(ctx, rng, new_code, [locus])
-    return code_reply(programs.plan_text(info, new_code, "mutate", f"Changed {locus}: {desc}."), new_code)
+    return code_reply(programs.plan_text(new_code, "Mutation of one gene only; the resulting approach is {tag}.",
+                                        f"Changed {locus}: {desc}."), new_code)
 
 
 def merge(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
@@ -129,11 +133,14 @@ def merge(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort 
     order = list(G.LOCI) + [k for k in genes if k not in G.LOCI]
     code = G.render_program(preamble, genes, order)
     code, fault = _maybe_fault(ctx, rng, code, [lc for lc in G.LOCI if lc in genes])
-    return code_reply(programs.plan_text(info, code, "merge", "Genes: " + ", ".join(sources) + "."), code)
+    return code_reply(programs.plan_text(
+        code, "Merge: the primary parent is the scaffold and each locus takes the planned gene; the result is {tag}.",
+        "Genes: " + ", ".join(sources) + "."), code)
 
 
-def debug(ctx: dict, info: DatasetInfo | None, rng: random.Random) -> str:
-    """Repair ``code`` from its traceback with probability ``repair_rate``."""
+def debug(ctx: dict, info: DatasetInfo | None, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
+    """Repair ``code`` from its traceback with probability ``repair_rate`` (``info`` may be None:
+    a repair that needs a default gene then edits instead; ``work`` is not applied)."""
     code = ctx["code"]
     attempt = int(ctx.get("attempt") or 1)
     if rng.random() < float(ctx.get("repair_rate", 0.8)):
@@ -145,6 +152,9 @@ def debug(ctx: dict, info: DatasetInfo | None, rng: random.Random) -> str:
     new = repair.irrelevant_edit(code, attempt, rng)
     return code_reply(f"Debug attempt {attempt}: the error looks unrelated to the model; "
                       f"adjusted the training section.", new)
+
+
+FIX_PLAN = "Fix of the static pre-validation errors ({tag})."
 
 
 def fix(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = effort.FULL) -> str:
@@ -170,12 +180,30 @@ def fix(ctx: dict, info: DatasetInfo, rng: random.Random, work: effort.Effort = 
             new = G.render_program(programs.render_preamble(info, _title(ctx)), genes, order)
         try:
             compile(new, "solution.py", "exec")
-            return code_reply(programs.plan_text(info, new, "fix", "Added the missing pieces."), new)
+            return code_reply(programs.plan_text(new, FIX_PLAN, "Added the missing pieces."), new)
         except SyntaxError:
             pass
     spec = effort.size_spec(info, programs.choose_draft_spec(info, rng, None, ctx.get("packages")), work)
     new = programs.render_program_from_spec(info, spec, _title(ctx))
-    return code_reply(programs.plan_text(info, new, "fix", "Rewrote the program from scratch."), new)
+    return code_reply(programs.plan_text(new, FIX_PLAN, "Rewrote the program from scratch."), new)
+
+
+PURPOSES = {"fix": fix}
+"""Code-reply handlers of the purposes that are no search operation (the operations' handlers
+are the registry's, :func:`handler_for`)."""
+
+NEEDS_NO_DATA = {debug}
+"""Handlers that answer without ``competition.public_dir`` (``info`` None)."""
+
+
+def handler_for(purpose: str | None, problem: bool):
+    """The code-reply handler of ``purpose``: the registered operation's (``OfflineHandlers.problem``
+    for a problem CTX, else ``competition``), else :data:`PURPOSES` / :data:`.program.operations.PURPOSES`;
+    None for an unknown purpose."""
+    operator = registry.find(purpose or "")
+    if operator is not None:
+        return OfflineHandlers.resolve(operator.offline.problem if problem else operator.offline.competition)
+    return (PROGRAM_PURPOSES if problem else PURPOSES).get(purpose)
 
 
 def respond_problem(ctx: dict, rng: random.Random) -> Reply:
@@ -183,7 +211,7 @@ def respond_problem(ctx: dict, rng: random.Random) -> Reply:
     purpose = ctx.get("purpose")
     if purpose == "review":
         return Reply(tool_name="submit_review", tool_arguments=program_review.review(ctx, rng))
-    handler = PROGRAM_HANDLERS.get(purpose)
+    handler = handler_for(purpose, problem=True)
     if handler is None:
         raise ValueError(f"offline model: unknown purpose {purpose!r} for a problem CTX")
     plan, code = handler(ctx, rng)
@@ -205,11 +233,9 @@ def respond(ctx: dict, prompt: str | None = None) -> Reply:
         return Reply(tool_name="submit_review", tool_arguments=review.review(ctx, rng))
     comp = ctx.get("competition") or {}
     info = infer_dataset(comp, ctx.get("packages")) if comp.get("public_dir") else None
-    if purpose == "debug":
-        return Reply(content=debug(ctx, info, rng))
-    if info is None:
+    handler = handler_for(purpose, problem=False)
+    if info is None and handler not in NEEDS_NO_DATA:
         raise ValueError("offline model: CTX competition.public_dir is required")
-    handler = {"draft": draft, "mutate": mutate, "merge": merge, "fix": fix}.get(purpose)
     if handler is None:
         raise ValueError(f"offline model: unknown purpose {purpose!r}")
     return Reply(content=handler(ctx, info, rng, effort.from_prompt(prompt)))

@@ -6,7 +6,6 @@ import math
 import random
 import re
 
-from .dataset import LOWER_IS_BETTER
 from .programs import approach_tag, constants
 
 REVIEW_FIELDS = ("is_bug", "has_csv_submission", "summary", "key_change", "insight", "bottleneck",
@@ -49,7 +48,7 @@ def review(ctx: dict, rng: random.Random) -> dict:
                        for e in sub_errors)
     has_csv = not missing_file and (exc is None or "wrote ./submission" in term_out)
     is_bug = bool(exc) or not finite or bool(sub_errors)
-    lower = comp.get("is_lower_better", grader in LOWER_IS_BETTER)
+    lower = bool(comp.get("is_lower_better", False))
     kind = constants(code).get("PREPROCESS_KIND", "'tree'").strip("'\"")
     folds = _fold_scores(term_out)
     if exc:

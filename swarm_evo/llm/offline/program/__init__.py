@@ -39,7 +39,8 @@ Modules:
 - :mod:`.source`: section line spans, identifiers, closest names (shared by faults and repairs).
 - :mod:`.faults`: planting one bug (:func:`.faults.plant_fault`, ``fault_rate``).
 - :mod:`.repairs`: traceback-driven repair rules (:func:`.repairs.repair`) and the irrelevant edit.
-- :mod:`.operations`: the code handlers draft, mutate, merge, debug, fix and ``HANDLERS``.
+- :mod:`.operations`: the code handlers draft, mutate, merge, debug, fix, auxiliary_metrics (``PURPOSES``: those
+  that are no search operation; the registry, :mod:`swarm_evo.operators`, names the others).
 - :mod:`.review`: the ``submit_review`` arguments.
 - :mod:`.aux_metrics`: the ``auxiliary_metrics`` code handler.
 

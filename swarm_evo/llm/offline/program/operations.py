@@ -1,4 +1,5 @@
-"""The code-reply handlers: draft, mutate, merge, debug, fix (and :data:`HANDLERS` by purpose).
+"""The code-reply handlers: draft, mutate, merge, debug (the registry's ``OfflineHandlers.problem``), fix
+and auxiliary_metrics (:data:`PURPOSES`).
 
 Each is ``handler(ctx, rng) -> (plan, code)``; :mod:`..respond` formats the result as a code reply.
 """
@@ -196,6 +197,7 @@ def fix(ctx: dict, rng: random.Random) -> tuple[str, str]:
     return plan, new
 
 
-HANDLERS = {"draft": draft, "mutate": mutate, "merge": merge, "debug": debug, "fix": fix,
-            "auxiliary_metrics": auxiliary_metrics}
-"""Code-reply handlers by purpose: ``handler(ctx, rng) -> (plan, code)``."""
+PURPOSES = {"fix": fix, "auxiliary_metrics": auxiliary_metrics}
+"""Code-reply handlers, ``handler(ctx, rng) -> (plan, code)``, of the purposes that are no search
+operation; the operations' (draft, mutate, merge, debug here) are named by the registry
+(:mod:`swarm_evo.operators`, ``OfflineHandlers.problem``)."""
