@@ -78,3 +78,36 @@ def test_top_level_run_sends_heartbeats_and_its_subflows_do_not(prefect_server, 
     subflows = [run for name, ids in runs.items() if name != "two-phase-evo" for run in ids]
     assert runs.get("debug-attempt"), "every draft had a planted fault: debug-attempt subflows ran"
     assert not set(subflows) & beats, "phase, step or debug-attempt subflows sent heartbeats"
+
+
+def test_a_tagged_run_without_fast_heartbeats_sends_its_own_and_an_untagged_one_does_not(prefect_server):
+    """Issue 40 item 1: a flow run tagged ``swarm-evo`` whose engine heartbeats are off (a
+    deployment's job variables overridden, a served flow) emits ``prefect.flow-run.heartbeat``
+    itself, related to its tag as the automation of ``swarm-evo pool setup`` matches it, and says
+    so in its log; the same flow untagged is left alone."""
+    from prefect import flow, tags
+    from prefect.context import FlowRunContext
+
+    from flows._heartbeat_guard import POOL_TAG, guard_heartbeats, heartbeats_guarded
+
+    @flow(name="guarded-probe")
+    @heartbeats_guarded
+    def probe() -> tuple[str, bool]:
+        with guard_heartbeats() as inner:  # the decorator's guard is already beating: report whether it would
+            pass
+        return str(FlowRunContext.get().flow_run.id), inner
+
+    since = datetime.now(timezone.utc)
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        with tags(POOL_TAG):
+            tagged, tagged_guarded = probe()
+        untagged, untagged_guarded = probe()
+    assert tagged_guarded and not untagged_guarded
+    beats = _heartbeat_resources(expected=f"prefect.flow-run.{tagged}")
+    assert f"prefect.flow-run.{tagged}" in beats, "the tagged run sent no heartbeat of its own"
+    assert f"prefect.flow-run.{untagged}" not in beats
+    with get_client(sync_client=True) as client:
+        page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"])), limit=50)
+    (event,) = [e for e in page.events if e.resource.id == f"prefect.flow-run.{tagged}"][:1]
+    assert f"prefect.tag.{POOL_TAG}" in {r.id for r in event.related}, event.related
+    assert since <= event.occurred
