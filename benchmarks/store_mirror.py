@@ -82,6 +82,7 @@ def measure(store_url: str, nodes: int, interval: float, work: Path) -> dict:
     leased = sync_costs(store, nodes, work, lease=True)
     # lag, background thread
     run_dir, journal = work / f"lag-{time.time_ns()}", []
+    run_dir.mkdir()  # as a run's directory exists before its mirror starts
     mirror = RunMirror(run_dir, store.run(run_dir.name)).start()
     lags = []
     for i in range(nodes):

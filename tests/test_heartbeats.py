@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import yaml
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStartTime
-from prefect.events.filters import EventFilter, EventNameFilter
+from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 from prefect.events.worker import EventsWorker
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
@@ -107,7 +107,8 @@ def test_a_tagged_run_without_fast_heartbeats_sends_its_own_and_an_untagged_one_
     assert f"prefect.flow-run.{tagged}" in beats, "the tagged run sent no heartbeat of its own"
     assert f"prefect.flow-run.{untagged}" not in beats
     with get_client(sync_client=True) as client:
-        page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"])), limit=50)
-    (event,) = [e for e in page.events if e.resource.id == f"prefect.flow-run.{tagged}"][:1]
+        page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                                              resource=EventResourceFilter(id=[f"prefect.flow-run.{tagged}"])), limit=5)
+    event = page.events[0]
     assert f"prefect.tag.{POOL_TAG}" in {r.id for r in event.related}, event.related
     assert since <= event.occurred
