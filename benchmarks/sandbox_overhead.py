@@ -5,9 +5,11 @@ each (``--runs`` executions per program and backend, default 10; the first execu
 backend is a warm-up and not counted), the difference in seconds and the ratio::
 
     python benchmarks/sandbox_overhead.py [--runs 10] [--image swarm-evo-sandbox:latest]
-        [--backends local,local-plain,docker] [--programs empty,sklearn] [--network]
+        [--backends local,local-exec,local-plain,docker] [--programs empty,sklearn] [--network]
 
-Backends: ``local`` (the default confinement: namespaces as root, a user namespace otherwise),
+Backends: ``local`` (the default confinement: namespaces as root, a user namespace otherwise;
+each execution forked from the pre-imported program server, ``sandbox.preload``),
+``local-exec`` (the same confinement, ``preload: []``: a new interpreter per execution),
 ``local-plain`` (``isolate=False``: no namespaces, the caller's user: what confinement costs is
 ``local - local-plain``) and ``docker``. ``--network`` runs them with ``sandbox.network: true``
 (no network namespace). Issue 32 measured the confinement's start-up cost with
@@ -60,14 +62,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="timed executions per program and backend")
     parser.add_argument("--image", default=DEFAULT_IMAGE)
-    parser.add_argument("--backends", default="local,docker", help="comma-separated: local, local-plain, docker")
+    parser.add_argument("--backends", default="local,docker", help="comma-separated: local, local-exec, local-plain, docker")
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated: " + ", ".join(PROGRAMS))
     parser.add_argument("--network", action="store_true", help="sandbox.network: true (host network)")
     args = parser.parse_args()
     net = {"network": True} if args.network else {}
     makers = {
         "local": lambda: LocalSandbox(num_threads=1, **net),
-        "local-plain": lambda: LocalSandbox(num_threads=1, isolate=False, **net),
+        "local-exec": lambda: LocalSandbox(num_threads=1, preload=(), **net),
+        "local-plain": lambda: LocalSandbox(num_threads=1, isolate=False, preload=(), **net),
         "docker": lambda: DockerSandbox(image=args.image, num_threads=1, cpus=1, memory_limit_mb=2048, **net),
     }
     backends = {name: makers[name]() for name in args.backends.split(",")}

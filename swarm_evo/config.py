@@ -25,6 +25,7 @@ from pydantic import (
 from swarm_evo.sandbox import backends
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE
+from swarm_evo.sandbox.preload import DEFAULT_PRELOAD
 from swarm_evo.sandbox.gpus import parse_gpus
 
 
@@ -184,6 +185,13 @@ class SandboxConfig(_Section):
         None, min_length=1,
         description="(local) interpreter, or virtual environment directory, that runs programs (default: the "
         "program environment `swarm-evo env build` made, .venv-programs, else the project's own interpreter).",
+    )
+    preload: list[str] = Field(
+        list(DEFAULT_PRELOAD),
+        description="(local) Modules a program server imports once; each execution is forked from it, confined "
+        "as a new interpreter would be, and finds them already imported (≈ 1.3 s of CPU saved per program that "
+        "imports pandas and scikit-learn). Modules the interpreter lacks are skipped; [] starts a new "
+        "interpreter per execution.",
     )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(

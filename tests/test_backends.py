@@ -127,7 +127,11 @@ def test_a_wrapped_commands_timeout_kills_its_whole_tree(tmp_path, public_dir):
 
 def test_the_runner_is_the_only_popen_of_a_program():
     """Issue 43: one Popen/timeout/kill loop. The sandbox's other subprocesses are probes and
-    installers with no program of the run in them."""
+    installers with no program of the run in them, and the pre-imported program server, which
+    forks supervisors on request and has no timeout or kill loop of its own: the runner drives
+    each forked supervisor exactly as it drives a started one."""
     root = Path(__file__).resolve().parents[1] / "swarm_evo" / "sandbox"
     popens = sorted(p.name for p in root.glob("*.py") if "subprocess.Popen(" in p.read_text())
-    assert popens == ["installer.py", "process_runner.py"]
+    assert popens == ["installer.py", "preload.py", "process_runner.py"]
+    waits = sorted(p.name for p in root.glob("*.py") if "_read_report(" in p.read_text() or "killpg(" in p.read_text())
+    assert waits == ["process_runner.py", "supervisor.py"]  # the run process's loop; the supervisor's own kill

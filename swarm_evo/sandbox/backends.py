@@ -57,6 +57,7 @@ def _local(config: "RunConfig", threads: int) -> Sandbox:
         memory_limit_mb=cfg.memory_limit_mb, num_threads=threads, pids_limit=cfg.pids_limit,
         parallel_workers=config.search.parallel_workers, shm_size_mb=cfg.shm_size_mb,
         disk_limit_mb=cfg.disk_limit_mb, network=cfg.network, allow_unconfined=cfg.allow_unconfined,
+        preload=tuple(cfg.preload),
     )
 
 
@@ -81,7 +82,7 @@ def _docker_leftovers(run_dir: Path) -> list[str]:
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
-        Backend("local", "local processes (default)", ("python", "allow_unconfined"), _local),
+        Backend("local", "local processes (default)", ("python", "allow_unconfined", "preload"), _local),
         Backend("docker", "Docker containers", ("image", "gpus", "cpus"), _docker, _docker_leftovers),
     )
 }

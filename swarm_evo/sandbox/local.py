@@ -78,6 +78,7 @@ from swarm_evo.sandbox.workdir import (
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, classify_disk_limit
 from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
+from swarm_evo.sandbox.preload import DEFAULT_PRELOAD
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,10 @@ class LocalSandbox:
             default a program has a loopback of its own and reaches nothing of the host's.
         allow_unconfined: where the namespaces cannot be made, run programs unconfined (with a
             warning) instead of refusing (``sandbox.allow_unconfined``; default False).
+        preload: modules imported once by a program server of ``python`` that each execution is
+            forked from (:mod:`swarm_evo.sandbox.preload`; ``sandbox.preload``, default
+            :data:`~swarm_evo.sandbox.preload.DEFAULT_PRELOAD`); empty: every
+            execution starts a new interpreter. Only for the default :meth:`command`.
 
     Raises:
         ValueError: ``max_output_bytes`` < 1024.
@@ -190,6 +195,7 @@ class LocalSandbox:
         disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB,
         network: bool = False,
         allow_unconfined: bool = False,
+        preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -206,6 +212,7 @@ class LocalSandbox:
         self.disk_limit_mb = int(disk_limit_mb)
         self.network = bool(network)
         self.allow_unconfined = bool(allow_unconfined)
+        self.preload = tuple(preload)
 
     def command(self) -> list[str]:
         """The argv of the program itself (run by the supervisor in the node directory)."""
@@ -283,8 +290,9 @@ class LocalSandbox:
     def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
                    python_paths: tuple[str, ...], memory: ExecutionMemory) -> ExecutionResult:
         cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory)
+        preload = self.preload if cfg["argv"] == [self.python, SOLUTION_FILE] else ()
         run = run_supervised(self.python, cfg, workdir, env, timeout, self.max_log_bytes,
-                             self.disk_limit_mb * 1024 * 1024, memory)
+                             self.disk_limit_mb * 1024 * 1024, memory, preload)
         report = run.report
         self.last_mode = report.get("mode")
         for warning in report.get("warnings") or []:

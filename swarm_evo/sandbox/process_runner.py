@@ -30,6 +30,8 @@ from swarm_evo.sandbox.confinement import cannot_confine
 from swarm_evo.sandbox.disk_limit import DiskWatcher
 from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
 from swarm_evo.sandbox.output import OutputCapture, pump
+from swarm_evo.sandbox.preload import Spawned
+from swarm_evo.sandbox.preload import spawn as preload_spawn
 
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 """The supervisor script (standard library only), run by path with the sandbox interpreter."""
@@ -53,9 +55,13 @@ class Supervised:
 
 
 def run_supervised(python: str, cfg: dict, workdir: Path, env: dict, timeout: float, max_log_bytes: int,
-                   disk_limit_bytes: int, memory: ExecutionMemory) -> Supervised:
+                   disk_limit_bytes: int, memory: ExecutionMemory, preload: tuple[str, ...] = ()) -> Supervised:
     """Run the supervisor with ``python`` on ``cfg`` (its config: ``argv`` of the command,
     limits, namespaces; ``status_fd`` is added here) in ``workdir`` with environment ``env``.
+
+    ``preload``: modules a pre-imported program server of ``python`` holds (:mod:`.preload`);
+    when one serves, the supervisor is forked from it and runs ``argv`` (``python SCRIPT``) in
+    that interpreter; else (none given, or no server) it is started as a new process.
 
     A supervisor stopped by the backstop, the disk limit or the OOM watch gets a report of its
     own (``status`` None; ``timed_out`` True for the backstop only).
@@ -74,11 +80,14 @@ def run_supervised(python: str, cfg: dict, workdir: Path, env: dict, timeout: fl
     watcher = DiskWatcher(workdir, disk_limit_bytes, on_exceed=lambda: _stop(proc, signal.SIGTERM))
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            [python, "-I", "-S", str(SUPERVISOR), json.dumps(cfg)], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-            pass_fds=(status_w,),
-        )
+        proc = preload_spawn(python, preload, {k: v for k, v in cfg.items() if k not in ("status_fd", "parent_pid")},
+                             env, workdir, status_w, cfg.get("memory_bytes")) if preload else None
+        if proc is None:
+            proc = subprocess.Popen(
+                [python, "-I", "-S", str(SUPERVISOR), json.dumps(cfg)], cwd=workdir, env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                close_fds=True, pass_fds=(status_w,),
+            )
     except OSError as exc:
         os.close(status_r)
         raise SandboxError(f"cannot start {python!r}: {exc}") from exc
@@ -100,6 +109,8 @@ def run_supervised(python: str, cfg: dict, workdir: Path, env: dict, timeout: fl
         os.close(status_r)
         for t in threads:
             t.join(timeout=10)
+        if isinstance(proc, Spawned):
+            proc.close()
     report = _parse_report(report_bytes)
     if backstop:
         report = {"status": None, "exec_time": time.monotonic() - started, "timed_out": True}
@@ -114,7 +125,7 @@ def run_supervised(python: str, cfg: dict, workdir: Path, env: dict, timeout: fl
     return Supervised(report, out, err, started, watcher)
 
 
-def _end(proc: subprocess.Popen) -> None:
+def _end(proc: subprocess.Popen | Spawned) -> None:
     """SIGTERM the supervisor, SIGKILL it after 3 s, and reap it."""
     _stop(proc, signal.SIGTERM)
     try:
@@ -148,7 +159,7 @@ def _parse_report(data: bytes) -> dict | None:
     return report if isinstance(report, dict) else None
 
 
-def _stop(proc: subprocess.Popen, sig: int) -> None:
+def _stop(proc: subprocess.Popen | Spawned, sig: int) -> None:
     """Signal the supervisor's process group (its PID-namespace init and the program die with it)."""
     try:
         os.killpg(proc.pid, sig)

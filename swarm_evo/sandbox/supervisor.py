@@ -70,6 +70,11 @@ else:  # run by path (python -I: no sys.path entry for this directory); gone aga
         sys.path.pop()
 
 
+in_process_runner = None
+"""Set by the pre-imported program server (:mod:`.preload_server`): with ``preloaded`` in the
+config, the program runs in this already initialised interpreter (``runner(argv, workdir)``,
+never returns) instead of ``exec``-ing ``argv``."""
+
 _terminated = False
 """Set by the SIGTERM handler of subreaper mode (the run process is interrupted or gone)."""
 
@@ -116,6 +121,10 @@ def _exec_program(cfg: dict, err_fd: int, expected_parent: int) -> None:
     os.closerange(err_fd + 1, 65536)
     env = dict(os.environ)
     env.update(cfg.get("env_extra") or {})
+    if cfg.get("preloaded") and in_process_runner is not None:
+        os.environ.update(cfg.get("env_extra") or {})
+        os.close(err_fd)  # what exec would do (close-on-exec): the program has started
+        in_process_runner(cfg["argv"], cfg["workdir"])
     os.execve(cfg["argv"][0], cfg["argv"], env)
 
 

@@ -1,0 +1,179 @@
+"""The pre-imported program server (swarm_evo/sandbox/preload.py, preload_server.py; issue 40's
+suite time): a program forked from it sees what ``python solution.py`` sees, is confined the same,
+and dies with the run process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm_evo.sandbox import LocalSandbox
+from swarm_evo.sandbox.preload import DEFAULT_PRELOAD, stop_servers
+
+WORLD = """
+import json, os, random, sys
+first = "pandas" in sys.modules  # before the program imports anything itself
+print(json.dumps({"preloaded": first, "argv": sys.argv, "file": __file__, "name": __name__,
+                  "path0": sys.path[0], "cwd": os.getcwd(), "uid": os.getuid(), "env": dict(os.environ),
+                  "spec": __spec__, "random": random.random(), "pid1": os.getpid() == 1}))
+"""
+
+FAILURES = {
+    "exit3": ("import sys\nsys.exit(3)\n", 3),
+    "exit_text": ("import sys\nsys.exit('leaving now')\n", 1),
+    "raise": ("def f():\n    raise KeyError('missing column')\nf()\n", 1),
+    "syntax": ("def broken(:\n    pass\n", 1),
+    "killed": ("import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n", -9),
+    "thread": ("import threading, time\n"
+               "def late():\n    time.sleep(0.5)\n    print('thread done', flush=True)\n"
+               "threading.Thread(target=late).start()\nprint('main done')\n", 0),
+    "atexit": ("import atexit\natexit.register(lambda: print('atexit ran'))\n"
+               "import numpy as np\nprint(np.arange(3).sum())\n", 0),
+}
+
+
+@pytest.fixture()
+def public_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "public"
+    d.mkdir()
+    (d / "train.csv").write_text("id,y\n1,2\n")
+    for path in (tmp_path, d):
+        path.chmod(0o755)
+    (d / "train.csv").chmod(0o644)
+    return d
+
+
+def _run(code: str, workdir: Path, public_dir: Path, preload, **kw):
+    return LocalSandbox(preload=preload, **kw).execute(textwrap.dedent(code), workdir, public_dir, 60)
+
+
+def test_a_preloaded_program_sees_what_a_new_interpreter_sees(tmp_path, public_dir):
+    seen = {}
+    for name, preload in (("exec", ()), ("preloaded", DEFAULT_PRELOAD), ("again", DEFAULT_PRELOAD)):
+        result = _run(WORLD, tmp_path / name, public_dir, preload)
+        assert result.exit_code == 0, result.stderr
+        seen[name] = json.loads(result.stdout)
+    assert not seen["exec"]["preloaded"] and seen["preloaded"]["preloaded"] and seen["again"]["preloaded"]
+    for name, world in seen.items():
+        workdir = str((tmp_path / name).resolve())
+        assert world["argv"] == ["solution.py"] and world["file"] == f"{workdir}/solution.py", world
+        assert world["name"] == "__main__" and world["spec"] is None and world["path0"] == workdir
+        assert world["cwd"] == workdir and world["env"]["HOME"] == f"{workdir}/working/.home"
+        assert world["uid"] == seen["exec"]["uid"] and world["pid1"] == seen["exec"]["pid1"]
+        env = {k: v for k, v in world["env"].items() if k != "HOME"}
+        assert env == {k: v for k, v in seen["exec"]["env"].items() if k != "HOME"}
+    assert len({world["random"] for world in seen.values()}) == 3, "each fork draws its own seed"
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_exit_status_output_and_traceback_are_the_interpreters(tmp_path, public_dir, case):
+    code, expected = FAILURES[case]
+    plain = _run(code, tmp_path / "exec", public_dir, ())
+    forked = _run(code, tmp_path / "forked", public_dir, DEFAULT_PRELOAD)
+    assert plain.exit_code == forked.exit_code == expected, (plain.stderr, forked.stderr)
+    assert forked.stdout == plain.stdout
+    assert forked.stderr.replace(str((tmp_path / "forked").resolve()), "W") == \
+        plain.stderr.replace(str((tmp_path / "exec").resolve()), "W")
+    assert forked.exc_type == plain.exc_type
+
+
+def test_a_preloaded_program_is_confined_as_an_execed_one(tmp_path, public_dir):
+    secret = tmp_path / "private" / "answers.csv"
+    secret.parent.mkdir()
+    secret.write_text("id,y\n1,42\n")
+    probe = f"""
+    import os, socket, sys
+    print("preloaded", "pandas" in sys.modules)
+    for path in ({str(secret)!r}, "/etc/shadow", {str(Path.home())!r}):
+        try:
+            print(path, "READ" if os.path.isfile(path) and open(path).read(1) is not None else
+                  ("LISTED " + str(len(os.listdir(path)))) if os.path.isdir(path) else "absent")
+        except OSError as exc:
+            print(path, "refused", type(exc).__name__)
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=2)
+        print("network REACHED")
+    except OSError:
+        print("network refused")
+    print("uid", os.getuid(), "pid", os.getpid())
+    """
+    result = _run(probe, tmp_path / "node", public_dir, DEFAULT_PRELOAD)
+    assert result.exit_code == 0, result.stderr
+    assert "preloaded True" in result.stdout
+    assert "READ" not in result.stdout and "REACHED" not in result.stdout, result.stdout
+    if os.geteuid() == 0:
+        assert f"uid {65534}" in result.stdout and "pid 2" in result.stdout, result.stdout
+
+
+def test_a_memory_limit_too_small_for_a_fork_starts_a_new_interpreter(tmp_path, public_dir):
+    result = _run(WORLD, tmp_path / "node", public_dir, DEFAULT_PRELOAD, memory_limit_mb=256)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["preloaded"] is False
+
+
+def test_the_timeout_kills_a_preloaded_programs_tree(tmp_path, public_dir):
+    code = """
+    import subprocess, sys, time
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # preload-orphan"], start_new_session=True)
+    print("spawned", flush=True)
+    time.sleep(600)
+    """
+    started = time.monotonic()
+    result = LocalSandbox().execute(textwrap.dedent(code), tmp_path / "node", public_dir, 3)
+    assert result.timed_out and "spawned" in result.stdout and time.monotonic() - started < 3 + 10
+    assert not _alive("preload-orphan")
+
+
+def _alive(marker: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(marker in part for part in proc.info["cmdline"] or ()):
+            found.append(proc.pid)
+    return found
+
+
+def test_a_killed_run_process_takes_the_server_and_every_program_with_it(tmp_path, public_dir):
+    runner = f"""
+import sys, textwrap
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from pathlib import Path
+from swarm_evo.sandbox import LocalSandbox
+code = '''
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # preload" + "-daemon"], start_new_session=True)
+print("started", flush=True)
+time.sleep(600)
+'''
+LocalSandbox().execute(code, Path({str(tmp_path / "node")!r}), Path({str(public_dir)!r}), 600)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", runner])
+    try:
+        deadline = time.monotonic() + 60
+        while not _alive("preload-daemon"):
+            assert time.monotonic() < deadline and proc.poll() is None, "the program never started"
+            time.sleep(0.2)
+        servers = [p.pid for p in psutil.Process(proc.pid).children() if "preload_server.py" in " ".join(p.cmdline())]
+        assert servers, "the execution went through a program server"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _alive("preload-daemon") or any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                                              for pid in servers):
+            assert time.monotonic() < deadline, "the program or its server outlived the run process"
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def teardown_module():
+    stop_servers()
