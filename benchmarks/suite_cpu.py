@@ -3,7 +3,8 @@ second, and print the CPU seconds each kind of process used while it ran::
 
     python benchmarks/suite_cpu.py [--interval 1.0] -- .venv/bin/pytest -q -n 2 --dist loadgroup
 
-Kinds, from the command line: programs the sandboxes run (``solution.py``, by interpreter),
+Kinds, from the command line: programs the sandboxes run (``solution.py``, by interpreter; those
+forked from the pre-imported program server keep its command line and count with it),
 ``swarm-evo`` processes the tests start, Prefect API servers (the session API of each pytest
 worker, and the ephemeral API of each ``swarm-evo`` process without ``PREFECT_API_URL``),
 pytest and its xdist workers (in-process flows, Prefect's client, the tests), Docker, and the
@@ -31,6 +32,8 @@ def kind(cmdline: list[str]) -> str:
     text = " ".join(cmdline)
     if "solution.py" in text:
         return f"program: {cmdline[0]}" if cmdline else "program"
+    if "preload_server.py" in text:  # the server, and the supervisors and programs forked from it
+        return "program server and its forks (programs, supervisors)"
     if "uvicorn" in text and "prefect" in text or "prefect server start" in text or " server start" in text:
         return "Prefect API server"
     if "swarm_evo.cli" in text or "bin/swarm-evo" in text or "crash_launcher" in text:

@@ -17,23 +17,23 @@ import psutil
 import pytest
 
 from swarm_evo.sandbox import LocalSandbox
-from swarm_evo.sandbox.preload import DEFAULT_PRELOAD, stop_servers
+from swarm_evo.sandbox.preload import DEFAULT_PRELOAD, imports_any, stop_servers
 
 WORLD = """
 import json, os, random, sys
 first = "pandas" in sys.modules  # before the program imports anything itself
+import pandas
 print(json.dumps({"preloaded": first, "argv": sys.argv, "file": __file__, "name": __name__,
                   "path0": sys.path[0], "cwd": os.getcwd(), "uid": os.getuid(), "env": dict(os.environ),
                   "spec": __spec__, "random": random.random(), "pid1": os.getpid() == 1}))
 """
 
-FAILURES = {
-    "exit3": ("import sys\nsys.exit(3)\n", 3),
-    "exit_text": ("import sys\nsys.exit('leaving now')\n", 1),
-    "raise": ("def f():\n    raise KeyError('missing column')\nf()\n", 1),
-    "syntax": ("def broken(:\n    pass\n", 1),
-    "killed": ("import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n", -9),
-    "thread": ("import threading, time\n"
+FAILURES = {  # each imports numpy, so the preloaded sandbox forks it
+    "exit3": ("import sys, numpy\nsys.exit(3)\n", 3),
+    "exit_text": ("import sys, numpy\nsys.exit('leaving now')\n", 1),
+    "raise": ("import numpy\ndef f():\n    raise KeyError('missing column')\nf()\n", 1),
+    "killed": ("import os, signal, numpy\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n", -9),
+    "thread": ("import threading, time, numpy\n"
                "def late():\n    time.sleep(0.5)\n    print('thread done', flush=True)\n"
                "threading.Thread(target=late).start()\nprint('main done')\n", 0),
     "atexit": ("import atexit\natexit.register(lambda: print('atexit ran'))\n"
@@ -93,6 +93,7 @@ def test_a_preloaded_program_is_confined_as_an_execed_one(tmp_path, public_dir):
     probe = f"""
     import os, socket, sys
     print("preloaded", "pandas" in sys.modules)
+    import pandas
     for path in ({str(secret)!r}, "/etc/shadow", {str(Path.home())!r}):
         try:
             print(path, "READ" if os.path.isfile(path) and open(path).read(1) is not None else
@@ -114,6 +115,33 @@ def test_a_preloaded_program_is_confined_as_an_execed_one(tmp_path, public_dir):
         assert f"uid {65534}" in result.stdout and "pid 2" in result.stdout, result.stdout
 
 
+def test_only_programs_that_import_a_preloaded_package_are_forked(tmp_path, public_dir):
+    assert imports_any("import os\nfrom sklearn.ensemble import RandomForestClassifier\n", DEFAULT_PRELOAD)
+    assert imports_any("def f():\n    import pandas as pd\n", DEFAULT_PRELOAD)
+    assert not imports_any("import os, math\nfrom .numpy import x\n", DEFAULT_PRELOAD)
+    assert not imports_any("import pandas as\n", DEFAULT_PRELOAD), "a syntax error gets a new interpreter"
+    plain = WORLD.replace("import pandas\n", "")
+    result = _run(plain, tmp_path / "node", public_dir, DEFAULT_PRELOAD)
+    assert result.exit_code == 0 and json.loads(result.stdout)["preloaded"] is False, result.stderr
+
+
+def test_one_server_serves_executions_whose_environments_differ_only_in_their_own_variables(tmp_path, public_dir,
+                                                                                               monkeypatch):
+    from swarm_evo.sandbox import preload
+
+    stop_servers()
+    code = WORLD + "print(os.environ.get('PER_EXECUTION'))\n"
+    seen = []
+    for n in range(2):
+        monkeypatch.setenv("PER_EXECUTION", str(n))
+        result = _run(code, tmp_path / f"node{n}", public_dir, DEFAULT_PRELOAD)
+        assert result.exit_code == 0, result.stderr
+        seen.append(result.stdout.splitlines()[-1])
+    assert seen == ["0", "1"] and len(preload._servers) == 1
+    _run(code, tmp_path / "threads", public_dir, DEFAULT_PRELOAD, num_threads=7)  # read at numpy's import
+    assert len(preload._servers) == 2
+
+
 def test_a_memory_limit_too_small_for_a_fork_starts_a_new_interpreter(tmp_path, public_dir):
     result = _run(WORLD, tmp_path / "node", public_dir, DEFAULT_PRELOAD, memory_limit_mb=256)
     assert result.exit_code == 0, result.stderr
@@ -122,7 +150,7 @@ def test_a_memory_limit_too_small_for_a_fork_starts_a_new_interpreter(tmp_path, 
 
 def test_the_timeout_kills_a_preloaded_programs_tree(tmp_path, public_dir):
     code = """
-    import subprocess, sys, time
+    import subprocess, sys, time, numpy
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # preload-orphan"], start_new_session=True)
     print("spawned", flush=True)
     time.sleep(600)
@@ -148,7 +176,7 @@ sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 from pathlib import Path
 from swarm_evo.sandbox import LocalSandbox
 code = '''
-import subprocess, sys, time
+import subprocess, sys, time, sklearn.metrics
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # preload" + "-daemon"], start_new_session=True)
 print("started", flush=True)
 time.sleep(600)

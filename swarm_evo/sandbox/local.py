@@ -78,7 +78,7 @@ from swarm_evo.sandbox.workdir import (
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, classify_disk_limit
 from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
-from swarm_evo.sandbox.preload import DEFAULT_PRELOAD
+from swarm_evo.sandbox.preload import DEFAULT_PRELOAD, imports_any
 
 log = logging.getLogger(__name__)
 
@@ -164,8 +164,9 @@ class LocalSandbox:
             warning) instead of refusing (``sandbox.allow_unconfined``; default False).
         preload: modules imported once by a program server of ``python`` that each execution is
             forked from (:mod:`swarm_evo.sandbox.preload`; ``sandbox.preload``, default
-            :data:`~swarm_evo.sandbox.preload.DEFAULT_PRELOAD`); empty: every
-            execution starts a new interpreter. Only for the default :meth:`command`.
+            :data:`~swarm_evo.sandbox.preload.DEFAULT_PRELOAD`), for programs that import one of
+            them; other programs, and every program when empty, start a new interpreter. Only
+            for the default :meth:`command`.
 
     Raises:
         ValueError: ``max_output_bytes`` < 1024.
@@ -249,7 +250,9 @@ class LocalSandbox:
             except OSError as exc:
                 raise SandboxError(f"cannot hand {workdir} over to uid {user[0]}: {exc}") from exc
         try:
-            return self._run(workdir, Path(public_dir), env, user, float(timeout), owner)
+            preload = self.preload if self.command() == [self.python, SOLUTION_FILE] and imports_any(
+                code, self.preload) else ()
+            return self._run(workdir, Path(public_dir), env, user, float(timeout), owner, preload)
         finally:
             if owner is not None:
                 take_back_workdir(workdir, owner, user[0])
@@ -279,18 +282,18 @@ class LocalSandbox:
             "python_paths": list(python_paths),
         }
 
-    def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner) -> ExecutionResult:
+    def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
+             preload: tuple[str, ...]) -> ExecutionResult:
         python_paths = interpreter_paths(self.python)  # SandboxError here, before any descriptor is open
         memory = ExecutionMemory(self.memory_limit_mb, _warn_once)  # SandboxError: a cgroup could not be made
         try:
-            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory)
+            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory, preload)
         finally:
             memory.close()
 
     def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
-                   python_paths: tuple[str, ...], memory: ExecutionMemory) -> ExecutionResult:
+                   python_paths: tuple[str, ...], memory: ExecutionMemory, preload: tuple[str, ...]) -> ExecutionResult:
         cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory)
-        preload = self.preload if cfg["argv"] == [self.python, SOLUTION_FILE] else ()
         run = run_supervised(self.python, cfg, workdir, env, timeout, self.max_log_bytes,
                              self.disk_limit_mb * 1024 * 1024, memory, preload)
         report = run.report

@@ -18,6 +18,7 @@ cannot be started or dies, :func:`spawn` returns None and the caller ``exec``-s 
 from __future__ import annotations
 
 import array
+import ast
 import json
 import logging
 import os
@@ -150,9 +151,17 @@ class _Server:
             self.proc.wait()
 
 
-MAX_SERVERS = 2
+MAX_SERVERS = 3
 """Servers one process keeps (≈ 170 MB each with the default modules); the least recently used
-is closed first. A run has one: its interpreter and environment do not change."""
+idle one is closed first. A run has one: its interpreter and thread counts do not change."""
+
+IMPORT_TIME_ENV = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_", "VECLIB_", "BLIS_", "GOTO", "KMP_", "NPY_",
+                   "SKLEARN_", "PANDAS_", "SCIPY_", "JOBLIB_", "MPL", "LANG", "LC_", "CUDA_", "TZ")
+"""Prefixes of the variables that numerical libraries and the interpreter read when they start or
+are imported (thread pools, hash seed, stdio encoding, library configuration): a server is made
+per distinct set of them. The rest of a request's environment is the program's own
+(``os.environ`` is replaced in each fork), so a per-execution variable (``HOME``, a test's
+``PYTEST_CURRENT_TEST``) does not make a server of its own."""
 
 _servers: dict[tuple, _Server] = {}
 """Live servers by (interpreter, modules, environment), least recently used first."""
@@ -161,7 +170,7 @@ _failed: set[tuple] = set()
 
 
 def _server(python: str, env: dict, modules: tuple[str, ...]) -> _Server | None:
-    key = (python, modules, tuple(sorted(env.items())))
+    key = (python, modules, tuple(sorted((k, v) for k, v in env.items() if k.startswith(IMPORT_TIME_ENV))))
     with _lock:
         server = _servers.pop(key, None)
         if server is not None and server.alive():
@@ -186,19 +195,36 @@ def _server(python: str, env: dict, modules: tuple[str, ...]) -> _Server | None:
             return None
 
 
+def imports_any(code: str, modules: tuple[str, ...]) -> bool:
+    """Whether ``code`` imports a package of ``modules`` (``import pandas as pd``, ``from
+    sklearn.metrics import ...``, anywhere in the file); False for code that does not parse
+    (a new interpreter reports its syntax error)."""
+    packages = {m.split(".")[0] for m in modules}
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in packages for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in packages:
+            return True
+    return False
+
+
 def spawn(python: str, modules: tuple[str, ...], cfg: dict, env: dict, cwd: Path, status_w: int,
           memory_bytes: int | None) -> Spawned | None:
     """Fork the supervisor of one execution from the server of ``python`` with ``modules``
-    imported (started on first use, in ``env`` without ``HOME``, the one variable that names the
-    execution); None when there is no server, or the execution's memory limit is too small for a
-    fork of it (:data:`MEMORY_HEADROOM`): the caller then starts the supervisor itself.
+    imported (started on first use, in ``env``; one per :data:`IMPORT_TIME_ENV` set); None when
+    there is no server, or the execution's memory limit is too small for a fork of it
+    (:data:`MEMORY_HEADROOM`): the caller then starts the supervisor itself.
 
     ``cfg``: the supervisor's config without ``status_fd``/``parent_pid`` (the server sets them).
     """
     if not modules:
         return None
     with _lock:
-        server = _server(python, {k: v for k, v in env.items() if k != "HOME"}, tuple(modules))
+        server = _server(python, env, tuple(modules))
         if server is None or (memory_bytes and memory_bytes < server.vm_data + MEMORY_HEADROOM):
             return None
         server.in_flight += 1

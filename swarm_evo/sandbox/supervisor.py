@@ -57,23 +57,22 @@ import traceback
 
 if __package__:  # imported as swarm_evo.sandbox.supervisor
     from .supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-        Unconfinable, blocked_dirs, join_cgroup, prctl, python_paths, unshare)
+        Unconfinable, blocked_dirs, children, join_cgroup, prctl, python_paths, unshare)
     from .supervisor_root import build_root, enter_user_namespace
 else:  # run by path (python -I: no sys.path entry for this directory); gone again before
     # python_paths() reads sys.path, so the program's mounts do not change
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     try:
         from supervisor_namespace import (CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
-            Unconfinable, blocked_dirs, join_cgroup, prctl, python_paths, unshare)
+            Unconfinable, blocked_dirs, children, join_cgroup, prctl, python_paths, unshare)
         from supervisor_root import build_root, enter_user_namespace
     finally:
         sys.path.pop()
 
 
 in_process_runner = None
-"""Set by the pre-imported program server (:mod:`.preload_server`): with ``preloaded`` in the
-config, the program runs in this already initialised interpreter (``runner(argv, workdir)``,
-never returns) instead of ``exec``-ing ``argv``."""
+"""Set by :mod:`.preload_server`: with ``preloaded`` in the config, ``runner(argv, workdir)`` runs
+the program in this already initialised interpreter (never returns) instead of ``exec``."""
 
 _terminated = False
 """Set by the SIGTERM handler of subreaper mode (the run process is interrupted or gone)."""
@@ -142,28 +141,6 @@ def _reap(main: int) -> int | None:
             status = st
 
 
-def _children(pid: int) -> set[int]:
-    """Direct children of ``pid`` (``/proc/PID/task/*/children``, else a scan of ``/proc``)."""
-    found: set[int] = set()
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                found.update(int(x) for x in fh.read().split())
-        return found
-    except OSError:
-        pass
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.add(int(name))
-    return found
-
-
 def _kill_all(main: int, in_pidns: bool) -> int | None:
     """SIGKILL the program and every descendant, reap them all; the main raw status if reaped.
 
@@ -188,7 +165,7 @@ def _kill_all(main: int, in_pidns: bool) -> int | None:
             except ProcessLookupError:
                 pass
         else:
-            for child in _children(me):
+            for child in children(me):
                 try:
                     os.kill(child, signal.SIGKILL)
                 except ProcessLookupError:

@@ -150,6 +150,28 @@ def python_paths() -> list[str]:
     return [os.path.realpath(p) for p in paths if os.path.exists(p)]
 
 
+def children(pid: int) -> set[int]:
+    """Direct children of ``pid`` (``/proc/PID/task/*/children``, else a scan of ``/proc``)."""
+    found: set[int] = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                found.update(int(x) for x in fh.read().split())
+        return found
+    except OSError:
+        pass
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(name))
+    return found
+
+
 if __name__ == "__main__":  # python -I supervisor_namespace.py: the paths, for the run process
     import json
 
