@@ -200,7 +200,10 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
             return lease["generation"] == 2 and len(ids) > len(at_freeze) and ids
         at_thaw = _wait(moved_on, 400, "the resumed copy of the frozen run to append a node", poll=1)
         listing_at_thaw = set(fs.find(sweep_store.run(frozen_run).root))
-        frozen_names = [" ".join(p.cmdline()[:4]) for p in frozen if p.is_running()]
+        frozen_names = []  # for the message below; a program that ended just before the freeze is a zombie
+        for p in frozen:
+            with contextlib.suppress(psutil.Error):
+                frozen_names.append(" ".join(p.cmdline()[:4]))
         thawed_at = datetime.now(timezone.utc)
         signal_all(frozen, signal.SIGCONT)
         _wait(lambda: not [p for p in frozen if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], 180,

@@ -32,6 +32,7 @@ FAILURES = {  # each imports numpy, so the preloaded sandbox forks it
     "exit3": ("import sys, numpy\nsys.exit(3)\n", 3),
     "exit_text": ("import sys, numpy\nsys.exit('leaving now')\n", 1),
     "raise": ("import numpy\ndef f():\n    raise KeyError('missing column')\nf()\n", 1),
+    "syntax": ("import numpy\ndef broken(:\n    pass\n", 1),
     "killed": ("import os, signal, numpy\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n", -9),
     "thread": ("import threading, time, numpy\n"
                "def late():\n    time.sleep(0.5)\n    print('thread done', flush=True)\n"
@@ -119,7 +120,9 @@ def test_only_programs_that_import_a_preloaded_package_are_forked(tmp_path, publ
     assert imports_any("import os\nfrom sklearn.ensemble import RandomForestClassifier\n", DEFAULT_PRELOAD)
     assert imports_any("def f():\n    import pandas as pd\n", DEFAULT_PRELOAD)
     assert not imports_any("import os, math\nfrom .numpy import x\n", DEFAULT_PRELOAD)
-    assert not imports_any("import pandas as\n", DEFAULT_PRELOAD), "a syntax error gets a new interpreter"
+    assert not imports_any("import os, (\n", DEFAULT_PRELOAD), "what does not tokenize gets a new interpreter"
+    assert not imports_any("x = 'import pandas'  # import numpy\nfrom . import sklearn\n", DEFAULT_PRELOAD)
+    assert imports_any("import os; import json as j, numpy.linalg\n", DEFAULT_PRELOAD)
     plain = WORLD.replace("import pandas\n", "")
     result = _run(plain, tmp_path / "node", public_dir, DEFAULT_PRELOAD)
     assert result.exit_code == 0 and json.loads(result.stdout)["preloaded"] is False, result.stderr
@@ -140,6 +143,29 @@ def test_one_server_serves_executions_whose_environments_differ_only_in_their_ow
     assert seen == ["0", "1"] and len(preload._servers) == 1
     _run(code, tmp_path / "threads", public_dir, DEFAULT_PRELOAD, num_threads=7)  # read at numpy's import
     assert len(preload._servers) == 2
+
+
+def test_a_preloaded_program_never_sees_the_run_processs_secrets(tmp_path, public_dir, monkeypatch):
+    stop_servers()  # the server starts now, from this environment
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-run-secret")
+    monkeypatch.setenv("SWARM_EVO_STORE", "s3://user:hunter2@bucket/x")
+    result = _run(WORLD, tmp_path / "node", public_dir, DEFAULT_PRELOAD)
+    assert result.exit_code == 0, result.stderr
+    world = json.loads(result.stdout.splitlines()[0])
+    assert world["preloaded"] and "OPENAI_API_KEY" not in world["env"] and "SWARM_EVO_STORE" not in world["env"]
+    assert "sk-run-secret" not in result.stdout and "hunter2" not in result.stdout
+
+
+def test_parallel_executions_share_one_server(tmp_path, public_dir):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sandbox = LocalSandbox(preload=DEFAULT_PRELOAD)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda n: sandbox.execute(WORLD + f"print({n})\n", tmp_path / f"node{n}", public_dir, 60),
+                                range(6)))
+    assert [r.exit_code for r in results] == [0] * 6, [r.stderr for r in results]
+    assert [r.stdout.splitlines()[-1] for r in results] == [str(n) for n in range(6)]
+    assert all(json.loads(r.stdout.splitlines()[0])["preloaded"] for r in results)
 
 
 def test_a_memory_limit_too_small_for_a_fork_starts_a_new_interpreter(tmp_path, public_dir):

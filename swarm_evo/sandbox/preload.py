@@ -18,7 +18,7 @@ cannot be started or dies, :func:`spawn` returns None and the caller ``exec``-s 
 from __future__ import annotations
 
 import array
-import ast
+import io
 import json
 import logging
 import os
@@ -27,6 +27,7 @@ import socket
 import subprocess
 import threading
 import time
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,18 +198,31 @@ def _server(python: str, env: dict, modules: tuple[str, ...]) -> _Server | None:
 
 def imports_any(code: str, modules: tuple[str, ...]) -> bool:
     """Whether ``code`` imports a package of ``modules`` (``import pandas as pd``, ``from
-    sklearn.metrics import ...``, anywhere in the file); False for code that does not parse
-    (a new interpreter reports its syntax error)."""
+    sklearn.metrics import ...``, anywhere in the file); False for code that does not tokenize
+    (a new interpreter reports its syntax error).
+
+    Reads tokens (:mod:`tokenize`), not an AST: CPython 3.11's ``ast.parse`` in two threads at
+    once can fail with "AST constructor recursion depth mismatch" (gh-106905), and a run's parallel
+    executions reach this at the same moment.
+    """
     packages = {m.split(".")[0] for m in modules}
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    state = None  # "import": a module name comes; "dotted": the rest of one; "from": the module of a
+    try:  # from-import comes; "rest": the rest of a from-import or a relative one (never a package)
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.NEWLINE or (tok.type == tokenize.OP and tok.string == ";"):
+                state = None
+            elif state is None and tok.type == tokenize.NAME and tok.string in ("import", "from"):
+                state = tok.string
+            elif state in ("import", "from") and tok.type == tokenize.NAME:
+                if tok.string in packages:
+                    return True
+                state = "dotted" if state == "import" else "rest"
+            elif state == "from":  # ``from .x import y``: relative, the program's own
+                state = "rest"
+            elif state == "dotted" and tok.type == tokenize.OP and tok.string == ",":
+                state = "import"
+    except (tokenize.TokenError, SyntaxError, ValueError):
         return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in packages for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in packages:
-            return True
     return False
 
 

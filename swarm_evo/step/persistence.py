@@ -45,11 +45,11 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
         except Exception:  # noqa: BLE001 - the node and its slot come first; the next append tries again
             log.exception("handing in the best node failed after node %s; the run goes on", node.id[:8])
         session.journal.save()
+        if node.agent_id:  # in the journal's order: two steps ending at once add their records in step order
+            session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
+            session.experience.add(record_for(node, node.metadata["quality"]))
     session.budget.commit(request.slot)
     release_request(session, request)
-    if node.agent_id:
-        session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
-        session.experience.add(record_for(node, node.metadata["quality"]))
     check_limits(session)
     return node
 
