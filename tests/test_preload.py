@@ -168,6 +168,24 @@ def test_parallel_executions_share_one_server(tmp_path, public_dir):
     assert all(json.loads(r.stdout.splitlines()[0])["preloaded"] for r in results)
 
 
+def test_the_cores_program_parses_never_run_two_at_once():
+    """gh-106905: two threads in ``ast.parse`` at once fail on CPython 3.11; every parse of a
+    program in the core goes through ``parse_program``'s lock (and the program server's import
+    check reads tokens)."""
+    import ast as ast_module
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "swarm_evo"
+    direct = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                    if re.search(r"\bast\.parse\(", p.read_text()) and p.name != "source.py")
+    assert not direct, f"parse programs with swarm_evo.population.source.parse_program: {direct}"
+    from swarm_evo.population.source import parse_program
+
+    assert isinstance(parse_program("import numpy\n"), ast_module.Module)
+    with pytest.raises(SyntaxError):
+        parse_program("def broken(:\n")
+
+
 def test_a_memory_limit_too_small_for_a_fork_starts_a_new_interpreter(tmp_path, public_dir):
     result = _run(WORLD, tmp_path / "node", public_dir, DEFAULT_PRELOAD, memory_limit_mb=256)
     assert result.exit_code == 0, result.stderr

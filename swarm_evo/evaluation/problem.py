@@ -42,6 +42,7 @@ from swarm_evo.evaluation.problem_data import (  # noqa: F401 (DATA_DIR_ENV, dat
 )
 from swarm_evo.evaluation.problem_spec import ProblemSpec, ScoreSpec, read_spec  # noqa: F401 (ScoreSpec: re-exported)
 from swarm_evo.population.genes import parse_genes
+from swarm_evo.population.source import parse_program
 
 PROBLEM_FILE = "problem.yaml"
 DESCRIPTION_FILE = "description.md"
@@ -181,7 +182,7 @@ def _read_required(directory: Path, name: str, role: str) -> str:
 
 def _check_initial(path: Path, code: str, spec: ProblemSpec) -> None:
     try:
-        tree = ast.parse(code, filename=str(path))
+        tree = parse_program(code, filename=str(path))
     except SyntaxError as exc:
         raise ProblemError(f"{path}: syntax error at line {exc.lineno}: {exc.msg}") from None
     missing = [locus for locus in spec.loci if locus not in parse_genes(code)]

@@ -30,6 +30,7 @@ from swarm_evo.objective.base import Assessment
 from swarm_evo.population.genes import marker, parse_genes
 from swarm_evo.population.journal import atomic_copy, atomic_write_text
 from swarm_evo.population.node import Node
+from swarm_evo.population.source import parse_program
 from swarm_evo.prompting.prompts import templates_dir
 from swarm_evo.sandbox import ExecutionResult, Sandbox
 from swarm_evo.search.debug_chain import Attempt
@@ -164,7 +165,7 @@ class ProblemObjective:
         """Compiles, carries every section marker, defines the entry function at top level."""
         errors: list[str] = []
         try:
-            tree = ast.parse(code)
+            tree = parse_program(code)
         except SyntaxError as exc:
             where = f"line {exc.lineno}" if exc.lineno else "an unknown line"
             return [f"The program does not compile: {type(exc).__name__} at {where}: {exc.msg}. "

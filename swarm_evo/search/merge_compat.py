@@ -34,6 +34,7 @@ import textwrap
 from typing import Iterable
 
 from swarm_evo.population.genes import DEFAULT_STUB_THRESHOLD, LOCI, REQUIRED_NON_STUB, is_stub
+from swarm_evo.population.source import parse_program
 
 FRAMEWORKS: dict[str, str] = {
     "sklearn": "sklearn",
@@ -136,7 +137,7 @@ def _imports_regex(code: str) -> dict[str, str]:
 def _parse(code: str) -> ast.AST | None:
     for text in (code, textwrap.dedent(code)):
         try:
-            return ast.parse(text)
+            return parse_program(text)
         except (SyntaxError, ValueError):
             continue
     return None

@@ -13,6 +13,7 @@ import random
 import re
 
 from swarm_evo.population import genes as G
+from swarm_evo.population.source import parse_program
 
 from .params import find_params, is_float_literal
 from .source import BUILTINS, MODULE_IMPORTS, closest_name, gene_spans, identifiers
@@ -61,7 +62,7 @@ def _misspell(name: str, rng: random.Random) -> str:
 
 def _plant_misspelling(code: str, span: tuple[int, int], rng: random.Random) -> tuple[str, str] | None:
     try:
-        tree = ast.parse(code)
+        tree = parse_program(code)
     except SyntaxError:
         return None
     bound = _bound_names(tree)
@@ -83,7 +84,7 @@ def _plant_misspelling(code: str, span: tuple[int, int], rng: random.Random) -> 
                 continue
             new = _replace_at(code, loads[name], bad)
             try:
-                new_ids = identifiers(ast.parse(new))
+                new_ids = identifiers(parse_program(new))
             except SyntaxError:
                 continue
             if closest_name(bad, new_ids) == name:
@@ -102,7 +103,7 @@ def _indexes(stmt: ast.stmt, seq: str, var: str) -> bool:
 def _plant_off_by_one(code: str, span: tuple[int, int], rng: random.Random) -> tuple[str, str] | None:
     """``for i in range(len(a)):`` whose body reads ``a[i]`` unconditionally → ``range(len(a) + 1)``."""
     try:
-        tree = ast.parse(code)
+        tree = parse_program(code)
     except SyntaxError:
         return None
     sites = []
@@ -128,7 +129,7 @@ def _plant_off_by_one(code: str, span: tuple[int, int], rng: random.Random) -> t
 
 def _plant_shape(code: str, span: tuple[int, int], rng: random.Random) -> tuple[str, str] | None:
     try:
-        tree = ast.parse(code)
+        tree = parse_program(code)
     except SyntaxError:
         return None
     sites = []

@@ -13,6 +13,7 @@ import random
 import re
 
 from swarm_evo.population import genes as G
+from swarm_evo.population.source import parse_program
 
 from .alleles import allele_description
 from .params import PARAM, baseline_values, find_params, format_float, is_float_literal
@@ -53,7 +54,7 @@ def add_import(preamble: str, line: str) -> str:
     last = max((i for i, ln in enumerate(lines) if re.match(r"(import|from)\s+\w", ln)), default=None)
     if last is None:
         try:
-            body = ast.parse(preamble).body
+            body = parse_program(preamble).body
         except SyntaxError:
             body = []
         doc = body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
@@ -70,7 +71,7 @@ def fix_name(code: str, term_out: str) -> tuple[str, str] | None:
         return None
     bad = m.group(1)
     try:
-        ids = identifiers(ast.parse(code))
+        ids = identifiers(parse_program(code))
     except SyntaxError:
         ids = set(re.findall(r"[A-Za-z_]\w*", code))
     pattern = re.compile(rf"(?<![\w.]){re.escape(bad)}(?!\w)")
