@@ -39,7 +39,7 @@ TIMEOUT = 20.0
 STOPPED_WITHIN = 5.0
 """Seconds: an execution stopped by the limit ends this long after its start at the latest
 (container creation included); the timeout is 4 times that."""
-OVERSHOOT_MB = 128
+OVERSHOOT_MB = 400
 """Growth allowed past the limit (MiB). Close to the limit the watcher measures every
 ``disk_limit.FAST_INTERVAL`` (5 ms; a walk of this directory takes ~50 µs), so the overshoot is
 what the program writes in that interval plus while it is being stopped: a SIGTERM to the
@@ -50,8 +50,10 @@ Measured over 12 runs of disk_fill_many_files each: local 4-38 MiB, local subrea
 Docker 4-26 MiB; with three CPU burners beside it, local 4-32 MiB (6 runs). Once the suite became
 CPU-bound (94 % busy, the session API without back-off pauses) one full run measured 125 MiB
 (local, stopped after 0.35 s): the stop goes through the supervisor and its init, which wait
-for a CPU like everything else; the allowance covers that with room. At the
-default limit (4096 MiB) it is about 3 %."""
+for a CPU like everything else. The CI run of 5100dc3 saw 286 MiB (Docker, stopped after 0.66 s,
+the watcher and the kill waiting for a CPU on a 92 %-busy host), so the allowance is 400 MiB: unstopped,
+the program writes 10 GiB, so the bound still tells a stopped program from one that is not. At
+the default limit (4096 MiB) it is about 10 %."""
 
 CASES = {
     "disk_fill_many_files": "wrote",
