@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import subprocess
 import sys
 import time
@@ -49,9 +50,20 @@ def kind(cmdline: list[str]) -> str:
     return "other"
 
 
+def _started_by(proc) -> str | None:
+    """The test that started ``proc`` (``PYTEST_CURRENT_TEST``, which its children inherit), or None."""
+    try:
+        return proc.environ().get("PYTEST_CURRENT_TEST")
+    except psutil.Error:
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    parser.add_argument("--processes", metavar="FILE",
+                        help="also write one JSON line per process: pid, kind, command line, CPU s, and the test "
+                             "that started it (its PYTEST_CURRENT_TEST), for finding which tests cost the most")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -68,12 +80,16 @@ def main() -> int:
     started = time.monotonic()
     child = subprocess.Popen(command)
     last: dict[tuple, tuple[str, float]] = {}
+    seen: dict[tuple, dict] = {}  # per process, for --processes: what it was, read once at its first sample
     while child.poll() is None:
         for proc in psutil.process_iter(attrs):
             key = (proc.info["pid"], proc.info["create_time"])
             used = cpu(proc) - before.get(key, 0.0)
             label = last[key][0] if key in last else kind(proc.info["cmdline"] or [])
             last[key] = (label, used)
+            if args.processes and key not in seen:
+                seen[key] = {"pid": key[0], "kind": label, "cmdline": " ".join(proc.info["cmdline"] or [])[:300],
+                             "test": _started_by(proc)}
         time.sleep(args.interval)
     wall = time.monotonic() - started
     machine_after = psutil.cpu_times()
@@ -84,6 +100,10 @@ def main() -> int:
         if used > 0.05:
             totals[label] += used
             counts[label] += 1
+    if args.processes:
+        with open(args.processes, "w") as fh:
+            for key, info in seen.items():
+                fh.write(json.dumps(dict(info, cpu=round(last[key][1], 2))) + "\n")
     cores = psutil.cpu_count()
     print(f"\n$ {' '.join(command)}: exit {child.returncode}, wall {wall:.0f} s, machine CPU {machine:.0f} s "
           f"on {cores} cores (busy {machine / (wall * cores):.0%})")

@@ -233,7 +233,7 @@ def test_flow_container_without_the_capabilities_refuses_or_warns(flow_image, do
 
 @pytest.mark.slow
 def test_a_run_in_a_flow_container_that_cannot_confine_stops_or_warns_in_its_first_lines_and_report(
-        flow_image, docker_client, tmp_path):
+        flow_image, docker_client, tmp_path, prefect_api_url):
     """``swarm-evo run`` (the flow the deployment runs) in the docker-gpu container without its
     capabilities: exit 2 before any step, naming the fixes; with ``sandbox.allow_unconfined: true``
     the run goes on and says so in its first lines, its log and its report."""
@@ -246,9 +246,9 @@ def test_a_run_in_a_flow_container_that_cannot_confine_stops_or_warns_in_its_fir
         assert main(["prepare", "sklearn-diabetes", "--data-dir", str(checkout / "data")]) == 0
         (checkout / "runs" / "allow.yaml").write_text("sandbox:\n  allow_unconfined: true\n")
         subprocess.run(["chmod", "-R", "a+rX", str(checkout)], check=True)
-        settings = container_settings(deployment, checkout, "http://127.0.0.1:9/api", docker_client, flow_image,
-                                      drop=("cap_add",))
-        settings["environment"] = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_HOME": "/tmp/prefect"}
+        settings = container_settings(deployment, checkout, prefect_api_url, docker_client, flow_image,
+                                      drop=("cap_add",))  # the session API (host network): no ephemeral API inside
+        settings["environment"]["PREFECT_HOME"] = "/tmp/prefect"
         outputs = {}
         for case, extra in (("refused", []), ("allowed", ["--config", f"{CHECKOUT}/runs/allow.yaml"])):
             command = [str(Path(flow_image["python"]).parent / "swarm-evo"), "run", "--competition-id", "sklearn-diabetes", "--data-dir", f"{CHECKOUT}/data",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -153,7 +154,7 @@ def _digest(folder: Path) -> str:
 
 
 @pytest.mark.slow  # `swarm-evo` processes, one SIGKILLed
-def test_the_split_survives_sigkill_and_resume(tmp_path):
+def test_the_split_survives_sigkill_and_resume(tmp_path, prefect_api_url):
     data = tmp_path / "data"
     prepare_competition("sklearn-breast-cancer", None, data)
     run_dir = tmp_path / "run"
@@ -161,7 +162,9 @@ def test_the_split_survives_sigkill_and_resume(tmp_path):
     # the 3rd execution: after the runtime probe and the first node, during the second node
     start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(data), "--max-steps", "4",
              "--seed", "5", "--parallel-workers", "1", "--python", sys.executable, "--run-dir", str(run_dir)]
-    killed = subprocess.run([*env_cmd, "exec", "3", "--", *start], capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, PREFECT_API_URL=prefect_api_url)  # the session API: no ephemeral one per process
+    killed = subprocess.run([*env_cmd, "exec", "3", "--", *start], capture_output=True, text=True, timeout=600,
+                            env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:] + killed.stderr[-3000:]
     split = run_dir / "hidden_split"
     before = {"record": (split / "split.json").read_bytes(), "answers": (split / "answers.csv").read_bytes(),
@@ -169,7 +172,7 @@ def test_the_split_survives_sigkill_and_resume(tmp_path):
     journal = json.loads((run_dir / "journal.json").read_text())
     recorded, scored = journal["info"]["hidden_split"], {n["id"]: n["hidden_score"] for n in journal["nodes"]}
     assert scored and all(v is not None for v in scored.values()), "a node was graded on the split before the kill"
-    resumed = subprocess.run([*env_cmd, "none", "0", "--", "resume", str(run_dir)], capture_output=True, text=True,
+    resumed = subprocess.run([*env_cmd, "none", "0", "--", "resume", str(run_dir)], capture_output=True, text=True, env=env,
                              timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     journal = json.loads((run_dir / "journal.json").read_text())

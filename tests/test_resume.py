@@ -105,14 +105,20 @@ def test_resume_cli_rejects_a_folder_without_journal(tmp_path):
 
 
 # ------------------------------------------------------------------ SIGKILL, end to end
-def _env(tmp_path: Path) -> dict:
+def _env(tmp_path: Path, api_url: str | None) -> dict:
+    """A `swarm-evo` process's environment: no Prefect settings but ``api_url`` (the session API;
+    None: the process starts Prefect's ephemeral API of its own, migrating a database first, as a
+    user's run does — seconds of CPU at every launch)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING")
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
     return env
 
 
-def _launch(tmp_path: Path, kind: str, nth: int, args: list[str], random_kill: random.Random | None = None) -> int:
+def _launch(tmp_path: Path, api_url: str | None, kind: str, nth: int, args: list[str],
+            random_kill: random.Random | None = None) -> int:
     """Run the launcher; with ``random_kill``, SIGKILL it from outside at a random moment
     (0-3 s) after its first new journal node, i.e. somewhere in the middle of a step."""
     cmd = [sys.executable, str(LAUNCHER), kind, str(nth), "--", *args]
@@ -121,7 +127,7 @@ def _launch(tmp_path: Path, kind: str, nth: int, args: list[str], random_kill: r
     with open(tmp_path / "log.txt", "a") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(cmd, env=_env(tmp_path), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, env=_env(tmp_path, api_url), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
         if random_kill is not None:
             while proc.poll() is None and len(_journal_ids(run_dir)) <= before:
                 time.sleep(0.2)
@@ -154,13 +160,13 @@ def breast_cancer(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow  # five `swarm-evo` processes
-def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_path, breast_cancer):
+def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_path, breast_cancer, prefect_api_url):
     run_dir = tmp_path / "run"
     start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(breast_cancer),
              "--max-steps", str(BUDGET), "--seed", "3", "--parallel-workers", "2", "--run-dir", str(run_dir),
              "--python", sys.executable]
     resume = ["resume", str(run_dir)]
-    kills = [
+    kills = [  # the first with an ephemeral API of its own (checked below: it dies with the run), the rest the session's
         ("model", 7, start, None),    # during the 7th model call (two steps in flight)
         ("exec", 3, resume, None),    # during a program execution
         ("journal", 5, resume, None),  # half-way through writing the journal (2nd append)
@@ -168,7 +174,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     ]
     history: list[list[str]] = []
     for kind, nth, args, random_kill in kills:
-        code = _launch(tmp_path, kind, nth, args, random_kill)
+        code = _launch(tmp_path, None if args is start else prefect_api_url, kind, nth, args, random_kill)
         log = (tmp_path / "log.txt").read_text()
         if kind != "none":
             assert code == -signal.SIGKILL, f"{kind}:{nth} did not kill the run (exit {code}):\n{log[-3000:]}"
@@ -180,7 +186,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
             assert list(run_dir.glob(".journal.json.*.tmp")), "the kill hit the journal write"
         if code != -signal.SIGKILL:
             break  # the run finished before the random kill
-    code = _launch(tmp_path, "none", 0, resume)
+    code = _launch(tmp_path, prefect_api_url, "none", 0, resume)
     assert code == 0, (tmp_path / "log.txt").read_text()[-4000:]
 
     ids = _journal_ids(run_dir)
@@ -203,7 +209,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     assert journal["info"]["elapsed_seconds"] > 0, "the run's age is saved for the time limit"
     grade = json.loads((run_dir / "grade_report.json").read_text())
     assert grade["valid_submission"] is True
-    # Nothing of the killed processes outlived them: no program, no Prefect API server.
+    # Nothing of the killed processes outlived them: no program, no Prefect API server (the first one's).
     assert not _leftovers(run_dir, tmp_path / "prefect-home"), "processes left behind by the killed runs"
 
 
@@ -301,7 +307,7 @@ def test_time_of_a_step_killed_long_after_the_last_append_is_kept(tmp_path, brea
     run_dir = tmp_path / "run"
     script = tmp_path / "killed.py"
     script.write_text(_KILLED_MID_STEP)
-    proc = subprocess.run([sys.executable, str(script), str(breast_cancer), str(run_dir)], env=_env(tmp_path),
+    proc = subprocess.run([sys.executable, str(script), str(breast_cancer), str(run_dir)], env=_env(tmp_path, None),
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     at_append = json.loads((run_dir / "journal.json").read_text())["info"]["elapsed_seconds"]

@@ -306,7 +306,7 @@ def test_unchanged_debug_fix_is_recognised():
 
 # ------------------------------------------------------------------ nothing lost on a kill
 @pytest.mark.slow  # a `swarm-evo run` process
-def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path):
+def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path, prefect_api_url):
     from swarm_evo.competition import load_competition, prepare_competition, validate_submission
 
     data = tmp_path / "data"
@@ -314,7 +314,7 @@ def test_a_run_killed_after_its_first_valid_node_has_a_valid_submission(tmp_path
     run_dir = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING")
+               DO_NOT_TRACK="1", PREFECT_LOGGING_LEVEL="WARNING", PREFECT_API_URL=prefect_api_url)
     cmd = [sys.executable, "-m", "swarm_evo.cli", "run", "--competition-id", "sklearn-breast-cancer",
            "--data-dir", str(data), "--max-steps", "20", "--seed", "1", "--run-dir", str(run_dir),
            "--python", sys.executable]

@@ -82,9 +82,11 @@ def test_markdown_and_json_files(ablation, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_script_end_to_end_through_swarm_evo_sweep(ablation, tmp_path, capsys):
+def test_the_script_end_to_end_through_swarm_evo_sweep(ablation, tmp_path, capsys, monkeypatch, prefect_api_url):
     """2 seeds × (two_phase, random) × 3 steps on circle-packing through a real `swarm-evo sweep`
-    subprocess: the table and files describe the runs the sweep made."""
+    subprocess (on the session API, which it inherits): the table and files describe the runs the
+    sweep made."""
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api_url)
     out = tmp_path / "out"
     code = ablation.main(["--problems", "circle-packing", "--seeds", "2", "--max-steps", "3",
                           "--policies", "two_phase,random", "--out", str(out)])
