@@ -45,12 +45,29 @@ def leak(probe, path):
         pass
 
 
+WALKED = {}  # (probe, device, inode) of a directory -> the most levels below it the probe has looked through
+
+
 def walk(probe, top, depth=8):
+    """Look at every name down to ``depth`` levels below ``top`` (never into /proc, /sys, /dev),
+    skipping a directory an earlier walk of the same probe has looked through as deep (a probe's
+    walks overlap: ``..``, ``../..`` and ``../../..`` of every mount point, the usual roots):
+    each probe sees the same names, once, and spends the deadline on what it has not seen."""
     for d, dirs, files in os.walk(top):
         if time.monotonic() > DEADLINE:
             return
-        if d.startswith(("/proc", "/sys", "/dev")) or d.count("/") - top.count("/") >= depth:
+        left = depth - (d.count("/") - top.count("/"))
+        if d.startswith(("/proc", "/sys", "/dev")) or left <= 0:
             dirs[:] = []
+        else:
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            if WALKED.get((probe, st.st_dev, st.st_ino), 0) >= left:
+                dirs[:] = []
+                continue
+            WALKED[(probe, st.st_dev, st.st_ino)] = left
         for name in files + dirs:
             if MARK in name or name in ("test.csv", "token", "answers.csv"):
                 leak(probe, os.path.join(d, name))
