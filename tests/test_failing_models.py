@@ -430,6 +430,7 @@ def faulty_run(prefect_server, tmp_path_factory):
         "search": {"steps_per_epoch": 5, "phase1_target_nodes": 3, "debug_max_attempts": 2},
         "model": {"fault_rate": 0.5, "repair_rate": 0.8, "injected_failure_rate": 0.5, "num_retries": NUM_RETRIES},
         "agents": {"num_agents": 2, "evolution_interval": 1, "evolution_min_records": 0},
+        "sandbox": {"exec_timeout": 19},  # the offline model writes quick-tier programs for a 19 s limit
     }))
     try:
         summary = two_phase_evo(competition_id="sklearn-wine", data_dir=str(tmp / "data"), run_dir=str(tmp / "run"),

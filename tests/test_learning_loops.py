@@ -39,7 +39,7 @@ def wine_run(prefect_server, tmp_path_factory):
         "search": {"steps_per_epoch": 2, "phase1_target_nodes": 4, "parallel_workers": 2},
         "agents": {"num_agents": 4, "evolution_interval": INTERVAL, "evolution_min_records": 4},
         "model": {"fault_rate": 0.0},  # the learning loops are under test, not the debug chain
-        "sandbox": {"exec_timeout": 19},
+        "sandbox": {"exec_timeout": 19},  # the offline model writes quick-tier programs for a 19 s limit
     }))
     run_dir = tmp / "wine-loops"
     status_before = _git_status()

@@ -200,8 +200,8 @@ def _recompute(journal: Journal) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_kroA100_run_report_matches_its_journal(prefect_server, tmp_path, capsys):
-    """``swarm-evo run --problem tsp --instance kroA100 --max-steps 12`` (offline model, Phase 2
+def test_a_tsp_run_report_matches_its_journal(prefect_server, tmp_path, capsys):
+    """``swarm-evo run --problem tsp --instance berlin52 --max-steps 12`` (offline model, Phase 2
     from 4 valid nodes so merges and mutates both happen): run_report.json's per-operation
     numbers equal the ones recomputed from journal.json; report.md and the CLI show them."""
     from swarm_evo.cli.commands import main
@@ -211,13 +211,13 @@ def test_kroA100_run_report_matches_its_journal(prefect_server, tmp_path, capsys
     config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 4,
                                                  "parallel_workers": 1}}))
     run_dir = tmp_path / "run"
-    code = main(["run", "--problem", "tsp", "--instance", "kroA100", "--data-dir", str(SHARED_DATA),
+    code = main(["run", "--problem", "tsp", "--instance", "berlin52", "--data-dir", str(SHARED_DATA),
                  "--max-steps", "12", "--model", "offline", "--run-dir", str(run_dir), "--config", str(config)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "improved over parent:" in out and "best lineage: draft" in out
 
-    problem = load_problem("tsp", SHARED_DATA, "kroA100")
+    problem = load_problem("tsp", SHARED_DATA, "berlin52")
     journal = Journal.load(run_dir / "journal.json", loci=problem.loci, required=problem.required_loci)
     report = json.loads((run_dir / "run_report.json").read_text())
     expected = _recompute(journal)

@@ -165,7 +165,8 @@ def policy_runs(prefect_server, tmp_path_factory):
         ("random", {"steps_per_epoch": 3}, {}),
     ):
         config = tmp / f"{policy}.yaml"
-        config.write_text(yaml.safe_dump({"search": search, "model": model}))
+        # programs limited to 19 s: the offline model writes quick-tier programs (the policies are under test)
+        config.write_text(yaml.safe_dump({"search": search, "model": model, "sandbox": {"exec_timeout": 19}}))
         run_dir = tmp / f"run-{policy}"
         summary = two_phase_evo(
             competition_id="sklearn-breast-cancer", data_dir=str(data), run_dir=str(run_dir), model="offline",

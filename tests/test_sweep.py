@@ -168,6 +168,7 @@ def cli_sweep(prefect_server, sweep_data, tmp_path_factory):
     config.write_text(yaml.safe_dump({
         "search": {"steps_per_epoch": 1, "phase1_target_nodes": 1, "parallel_workers": 1},
         "model": {"fault_rate": 0.0},
+        "sandbox": {"exec_timeout": 19},  # the offline model writes quick-tier programs for a 19 s limit
     }))
     out = tmp / "out"
     code = _sweep_main([
