@@ -256,7 +256,8 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
         final_nodes = {f"/nodes/{i}/" for i in final}
         strays = sorted(p for p in extra if not any(n in p for n in final_nodes))
         # what no lease check stops (swarm_evo.store.mirror): the one upload whose check came before the freeze
-        # (in flight, or next) lands as the machine thaws: one file of a node of the old copy, never its journal
+        # (in flight, or next) lands as the machine thaws: one file of a node of the old copy; never its journal,
+        # which S3 itself refuses (If-Match: swarm_evo/store/conditional.py)
         landed = [fs.info(p).get("LastModified") for p in strays]
         assert len(strays) <= 1 and all(any(f"/nodes/{i}/" in p for i in old_nodes) for p in strays) and all(
             t is not None and (t - thawed_at).total_seconds() <= 10 for t in landed), (f"thawed at {thawed_at}; frozen: {frozen_names}; old copy's nodes: {old_nodes}; "

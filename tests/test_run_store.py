@@ -139,6 +139,89 @@ def test_a_store_that_goes_away_leaves_the_run_going_and_catches_up(tmp_path, se
     assert store_files(open_store(url).run("run").url) == _local_files(run_dir)
 
 
+# ------------------------------------------------------------------- conditional journal writes
+FROZEN_WRITER = r"""
+import json, sys
+from pathlib import Path
+from swarm_evo.store import RunMirror, open_store
+from swarm_evo.store.lease import SupersededError, new_owner, take_over
+
+run_dir, url, pad = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+location = open_store(url).run("run")
+for i in range(2):
+    (run_dir / "nodes" / f"n{i}").mkdir(parents=True)
+    (run_dir / "nodes" / f"n{i}" / "solution.py").write_text(f"print({i})")
+nodes = [{"id": "n0"}, {"id": "n1"}]
+(run_dir / "journal.json").write_text(json.dumps({"info": {"run_id": "run-a"}, "nodes": nodes[:1]}))
+mirror = RunMirror(run_dir, location, lease=take_over(location, "run-a", ["n0"], new_owner("old-flow-run", "old")))
+mirror.sync_once()
+(run_dir / "journal.json").write_text(json.dumps({"info": {"run_id": "run-a", "pad": "x" * pad}, "nodes": nodes}))
+real_put_history = RunMirror._put_history
+def announced(self, rel, data):
+    print("PUT", flush=True)  # the lease was checked; the parent freezes this process in the upload
+    return real_put_history(self, rel, data)
+RunMirror._put_history = announced
+try:
+    mirror.sync_once()
+    print("LANDED", flush=True)
+except SupersededError as exc:
+    print("SUPERSEDED", exc, flush=True)
+"""
+
+
+@pytest.mark.slow  # SeaweedFS, a frozen process
+def test_a_writer_frozen_in_its_journal_upload_cannot_take_the_store_back(tmp_path, seaweed):
+    """Seen in CI: an upload under way when its machine froze landed as it thawed, minutes after
+    the run was resumed elsewhere. A real process is frozen (SIGSTOP) in the middle of a 150 MB
+    journal upload, after its lease check; the run is taken over and its new writer uploads its
+    journal; the frozen one thaws, and S3 itself refuses its upload (If-Match): the store keeps the
+    new journal, and the old writer stops as superseded."""
+    import signal
+
+    url = f"s3://{BUCKET}/frozen-{time.time_ns()}"
+    location = open_store(url).run("run")
+    old = subprocess.Popen([sys.executable, "-c", FROZEN_WRITER, str(tmp_path / "old"), url, str(150 * 2**20)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert old.stdout.readline().strip() == "PUT"
+        time.sleep(0.05)
+        os.kill(old.pid, signal.SIGSTOP)
+        from swarm_evo.store.lease import new_owner, take_over
+
+        new_dir = tmp_path / "new"
+        fetch_run(location, new_dir)
+        _fake_run(new_dir, 3)
+        new_journal = json.loads((new_dir / "journal.json").read_text())
+        new_journal["info"] = {"run_id": "run-a"}
+        (new_dir / "journal.json").write_text(json.dumps(new_journal))
+        lease = take_over(location, "run-a", ["n0", "n1", "n2"], new_owner("new-flow-run", "run-resume1"))
+        RunMirror(new_dir, location, lease=lease).sync_once()
+    finally:
+        os.kill(old.pid, signal.SIGCONT)
+    out = old.communicate(timeout=120)[0]
+    assert "SUPERSEDED" in out and "new-flow-run" in out, out[-3000:]
+    stored = json.loads(store_files(location.url)["journal.json"])
+    assert [n["id"] for n in stored["nodes"]] == ["n0", "n1", "n2"] and "pad" not in stored["info"]
+
+
+@pytest.mark.slow  # SeaweedFS
+def test_a_late_journal_that_landed_first_is_written_over_by_the_lease_holder(tmp_path, seaweed):
+    """A superseded writer's journal that landed before the lease holder's next write (an upload
+    without conditions, as from an older copy) makes the holder's conditional write fail once: it
+    reads the lease, finds it its own, and writes over the late journal."""
+    from swarm_evo.store.location import put_object
+
+    run_dir = tmp_path / "run"
+    _fake_run(run_dir, 2)
+    location = open_store(f"s3://{BUCKET}/late-{time.time_ns()}").run("run")
+    mirror = RunMirror(run_dir, location)
+    mirror.sync_once()
+    put_object(location, "journal.json", json.dumps({"info": {}, "nodes": [{"id": "n0"}]}).encode())  # the late one
+    _fake_run(run_dir, 3)
+    mirror.sync_once()
+    assert [n["id"] for n in json.loads(store_files(location.url)["journal.json"])["nodes"]] == ["n0", "n1", "n2"]
+
+
 # ------------------------------------------------------------------------------------ bad URLs
 @pytest.mark.slow  # SeaweedFS
 def test_an_s3_key_over_1024_bytes_is_skipped_and_the_journal_keeps_moving(tmp_path, seaweed, caplog):

@@ -23,7 +23,9 @@ made) is not written (:class:`StaleCopyError`, naming the command that resumes t
 The lease is a plain object, written last-writer-wins (S3 and SeaweedFS have no compare-and-swap
 that every store offers); :func:`take_over` reads it back, and a writer that loses a race learns
 it at its next check, before its next upload. The window left is the time between one check and
-one upload (milliseconds), against the minutes a resumed run takes to start.
+one upload (milliseconds), against the minutes a resumed run takes to start; on an S3 store the
+journal's own writes are conditional besides (:mod:`swarm_evo.store.conditional`), which closes
+that window for the run's history.
 """
 
 from __future__ import annotations
