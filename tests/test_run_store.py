@@ -144,6 +144,7 @@ FROZEN_WRITER = r"""
 import json, sys
 from pathlib import Path
 from swarm_evo.store import RunMirror, open_store
+from swarm_evo.store.conditional import HistoryWrites
 from swarm_evo.store.lease import SupersededError, new_owner, take_over
 
 run_dir, url, pad = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -156,11 +157,11 @@ nodes = [{"id": "n0"}, {"id": "n1"}]
 mirror = RunMirror(run_dir, location, lease=take_over(location, "run-a", ["n0"], new_owner("old-flow-run", "old")))
 mirror.sync_once()
 (run_dir / "journal.json").write_text(json.dumps({"info": {"run_id": "run-a", "pad": "x" * pad}, "nodes": nodes}))
-real_put_history = RunMirror._put_history
+real_put = HistoryWrites.put
 def announced(self, rel, data):
     print("PUT", flush=True)  # the lease was checked; the parent freezes this process in the upload
-    return real_put_history(self, rel, data)
-RunMirror._put_history = announced
+    return real_put(self, rel, data)
+HistoryWrites.put = announced
 try:
     mirror.sync_once()
     print("LANDED", flush=True)

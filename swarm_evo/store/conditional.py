@@ -21,12 +21,16 @@ from __future__ import annotations
 import errno
 import logging
 
+from swarm_evo.store.lease import Lease, check_lease
 from swarm_evo.store.location import Store
 
 logger = logging.getLogger(__name__)
 
 SINGLE_PUT_BYTES = 5 * 2**30
 """S3's largest single PUT (5 GiB): a larger object goes up in parts, unconditionally."""
+
+CONFLICT_ATTEMPTS = 3
+"""Conditional writes of one file refused in a row while the lease stayed the writer's."""
 
 ABSENT = None
 """The ETag of an object that does not exist: a write then asks ``If-None-Match: *``."""
@@ -97,3 +101,54 @@ def _is_conflict(exc: OSError) -> bool:
 def _protocols(store: Store) -> set[str]:
     protocol = store.fs.protocol
     return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+class HistoryWrites:
+    """One writer's conditional writes of its history files (the journal, ``result.json``) to the
+    store location ``target``, holding ``lease`` (None: no lease to read): the ETag it last wrote
+    or read per file, and what a refusal means.
+
+    A refusal is read against the lease: another writer's lease means this writer was superseded
+    (:class:`~swarm_evo.store.lease.SupersededError`); its own lease means a superseded writer's
+    late upload landed before this writer's first write, which then writes over it.
+    """
+
+    def __init__(self, target: Store, lease: Lease | None = None) -> None:
+        self.target = target
+        self.lease = lease
+        self.enabled = takes_conditions(target)
+        self._etags: dict[str, str | None] = {}
+
+    def put(self, rel: str, data: bytes) -> bool:
+        """Write ``data`` to ``rel`` over the version this writer last saw; False (nothing written)
+        when the store takes no conditions: the caller writes it as any other file.
+
+        Raises:
+            SupersededError: the store refused it and the lease is another writer's.
+            OSError and the store's own errors: the write failed (refused
+                :data:`CONFLICT_ATTEMPTS` times in a row while the lease held, or otherwise).
+        """
+        for _ in range(CONFLICT_ATTEMPTS if self.enabled else 0):
+            if rel not in self._etags:
+                self._etags[rel] = etag_of(self.target, rel)
+            try:
+                etag = put_if(self.target, rel, data, self._etags[rel])
+            except VersionConflict:
+                self._etags.pop(rel, None)
+                if self.lease is not None:
+                    check_lease(self.target, self.lease)  # raises when another writer holds it
+                continue
+            except ConditionsUnsupported as exc:
+                logger.warning("the store %s takes no conditional writes (%s): the journal is written without "
+                               "them, guarded by the lease alone", self.target.url, exc)
+                self.enabled = False
+                break
+            if etag is None:
+                self._etags.pop(rel, None)  # the store named none: read it before the next write
+            else:
+                self._etags[rel] = etag
+            return True
+        if self.enabled:
+            raise OSError(f"{self.target.path(rel)} changed under this writer {CONFLICT_ATTEMPTS} times in a row "
+                          "while its lease held; the next sync tries again")
+        return False

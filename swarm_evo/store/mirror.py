@@ -14,9 +14,8 @@ journal, and again before any upload when the last check began more than :data:`
 seconds earlier (a process frozen mid-sync, even mid-check, checks again when it thaws); once
 another process has taken the location over it uploads nothing more, stops, and calls
 ``on_superseded`` (the run stops with the message). What no check can stop is the one request
-that was in flight at the moment of a freeze; on an S3 store the journal and ``result.json`` are
-therefore written with the ETag this writer last saw as a condition (:mod:`swarm_evo.store.conditional`),
-and the store itself refuses such a late upload of them. Elsewhere, or for another file, it lands.
+that was in flight at the moment of a freeze; an S3 store itself refuses it for the journal and
+``result.json``, written If-Match the ETag last seen (:mod:`swarm_evo.store.conditional`).
 
 A store that goes away leaves the run going locally: the failed sync is retried with
 exponential back-off (tenacity), the mirror warns once, says when the store answers again,
@@ -57,7 +56,7 @@ from swarm_evo.store.lease import (
     read_lease,
     take_over,
 )
-from swarm_evo.store.conditional import ConditionsUnsupported, VersionConflict, etag_of, put_if, takes_conditions
+from swarm_evo.store.conditional import HistoryWrites
 from swarm_evo.store.location import Store, StoreError, put_object
 from swarm_evo.store.walk import is_temporary, printable, walk_files
 
@@ -69,9 +68,6 @@ SYNC_PERIOD = 30.0
 LEASE_RECHECK = 1.0
 """Seconds after which an upload checks the lease again (a process frozen mid-sync and thawed
 learns it was superseded before its next upload)."""
-
-CONFLICT_ATTEMPTS = 3
-"""Conditional uploads of one file in a row refused while the lease stayed this writer's."""
 
 OBJECT_KEY_BYTES = 1024
 """The longest object key S3 (and GCS) take, in UTF-8 bytes."""
@@ -135,8 +131,7 @@ class RunMirror:
         self._sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) uploaded or skipped
         self._file_failures: dict[str, int] = {}
         self._made_dirs: set[str] = set()
-        self._conditional = takes_conditions(target)  # the journal's writes carry the ETag last seen
-        self._etags: dict[str, str | None] = {}  # relative path -> the store's ETag this writer last saw
+        self._history = HistoryWrites(target, lease)  # on S3, the journal If-Match the ETag last seen
         self._lease_checked = 0.0
         self._cond = threading.Condition()
         self._requested = 0  # request generations: a sync that starts at generation g covers <= g
@@ -292,7 +287,8 @@ class RunMirror:
         for name, local in ((JOURNAL_FILE, journal), (RESULT_FILE, result)):
             if local is not None and self._sent.get(name) != local[1]:
                 self._check_lease(force=True)  # right before: the journal is the run's history
-                self._put_history(name, local[0])
+                if not self._history.put(name, local[0]):  # False: a store without conditions
+                    self._put(name, local[0])
                 self._sent[name] = local[1]
                 uploaded += 1
                 self.stats.bytes += len(local[0])
@@ -365,40 +361,6 @@ class RunMirror:
     def _put(self, rel: str, source) -> None:
         self._check_lease()  # right before every upload; only the request in flight can outlive a freeze
         put_object(self.target, rel, source, self._made_dirs)
-
-    def _put_history(self, rel: str, data: bytes) -> None:
-        """Upload the journal or ``result.json``: on a store that takes conditions, only over the
-        version this writer last wrote or read (:mod:`.conditional`), so that the store itself
-        refuses a superseded writer's late upload. A refusal while the lease is still this
-        writer's was such a late upload, landed before this writer's first: written over.
-
-        Raises:
-            SupersededError: the store refused it and the lease is another writer's.
-            OSError and the store's own errors: the upload failed (the next sync tries again).
-        """
-        if not self._conditional:
-            self._put(rel, data)
-            return
-        for _ in range(CONFLICT_ATTEMPTS):
-            if rel not in self._etags:
-                self._etags[rel] = etag_of(self.target, rel)
-            try:
-                self._etags[rel] = put_if(self.target, rel, data, self._etags[rel])
-                if self._etags[rel] is None:
-                    self._etags.pop(rel)  # the store named no ETag: read it before the next write
-                return
-            except VersionConflict:
-                self._etags.pop(rel, None)
-                if self.lease is not None:
-                    check_lease(self.target, self.lease)  # SupersededError: another writer's upload
-            except ConditionsUnsupported as exc:
-                logger.warning("the store %s takes no conditional writes (%s): the journal is written "
-                               "unconditionally, guarded by the lease alone", self.target.url, exc)
-                self._conditional = False
-                self._put(rel, data)
-                return
-        raise OSError(f"{self.target.path(rel)} changed under this writer {CONFLICT_ATTEMPTS} times in a row "
-                      "while its lease held; the next sync tries again")
 
 
 def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str], owner: dict, *,
