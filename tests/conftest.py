@@ -23,6 +23,7 @@ import pytest
 import flows.two_phase_evo  # noqa: E402,F401
 
 from swarm_evo.sandbox import program_env  # noqa: E402
+from llm_server.fixture import llm_server, stand_in  # noqa: E402,F401  (one stand-in model server per worker)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BUILT_PROGRAM_ENV = program_env.DEFAULT_ENV_DIR

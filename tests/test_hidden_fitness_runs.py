@@ -25,7 +25,6 @@ import pytest
 
 from llm_server import run_swarm
 from llm_server.brain import FAULT_TAG
-from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from swarm_evo.competition import grade_submission, load_competition, prepare_competition
 from swarm_evo.config import RunConfig
 from swarm_evo.objective.competition import SUBMISSION, CompetitionObjective

@@ -31,7 +31,6 @@ from pathlib import Path
 import pytest
 
 from llm_server import run_swarm
-from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from swarm_evo.cli.commands import main as cli_main
 from swarm_evo.competition import load_competition, validate_submission
 from swarm_evo.sandbox.output import read_bounded

@@ -22,7 +22,6 @@ import pytest
 
 from llm_server import API_KEY, SCENARIOS, StandInServer, closed_port, run_swarm
 from llm_server.brain import FAULT_TAG
-from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from llm_server.scenarios import EVERYTHING, Scenario
 from swarm_evo.population.genes import LOCI
 from swarm_evo.prompting.text_bounds import PromptLimits

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from llm_server import SCENARIOS, run_swarm
 from llm_server.brain import MISSPELT_IMPORTS
-from llm_server.fixture import llm_server, stand_in  # noqa: F401  (fixtures)
 from llm_server.runner import run_env
 
 MODEL = "openai/stand-in"

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 import threading
 import time
+import traceback
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -137,13 +140,19 @@ class StandInServer:
             time.sleep(0.02)
         return self
 
-    def stop(self) -> None:
-        """Stop the server (hanging requests are released first)."""
+    def stop(self, timeout: float = 3.0) -> None:
+        """Stop the server (hanging requests are released first); wait up to ``timeout`` s for its
+        thread, a daemon: one that does not end in time dies with the process, and a warning shows
+        where it was (CI saw session teardowns wait 10 s per server, never reproduced alone)."""
         self._stopping = True
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=timeout)
+            if self._thread.is_alive():
+                frame = sys._current_frames().get(self._thread.ident)
+                where = "".join(traceback.format_stack(frame)[-8:]) if frame is not None else "?"
+                warnings.warn(f"the stand-in model server's thread did not end within {timeout} s:\n{where}")
 
     def __enter__(self) -> "StandInServer":
         return self.start()

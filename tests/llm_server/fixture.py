@@ -1,6 +1,7 @@
 """pytest fixtures for the stand-in model server.
 
-Import them into a test module (``from llm_server.fixture import llm_server, stand_in``):
+tests/conftest.py imports them, so that every test module shares them (imported into each module,
+a session fixture is one per module: up to four servers per worker, each stopped at the end):
 
 - ``llm_server`` (session): one :class:`~llm_server.app.StandInServer` on a free port of
   127.0.0.1, knowing the session's prepared competitions (the ``data_dir`` fixture of
