@@ -6,7 +6,7 @@ already under way when a machine freezes, nor the one whose check came just befo
 seen in CI, such an upload landed the moment the machine thawed, minutes after the run had been
 resumed elsewhere. Were it the journal, the store would hold the old history again. S3 evaluates
 ``If-Match`` / ``If-None-Match`` on a PUT when the write completes ("conditional writes", AWS S3
-since 2024-11; SeaweedFS 4.48 and MinIO do the same; checked here with a 800 MB PUT frozen by
+since 2024-11; SeaweedFS 4.48 does the same, checked here with an 800 MB PUT frozen by
 SIGSTOP, refused with 412 after another writer wrote): the writer sends the ETag of the journal it
 last wrote or read, and the store itself refuses a journal written over one it has not seen.
 
