@@ -139,6 +139,8 @@ def test_run_writes_best_solution_and_grade_report(spaceship_run, data_dir):
 
 
 def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
+    from prefect.client.schemas.objects import StateType
+
     summary, run_dir = spaceship_run
     journal = json.loads((run_dir / "journal.json").read_text())
     runs = _all_flow_runs()
@@ -154,11 +156,17 @@ def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
         by_flow.setdefault(flow_of[r.id], []).append(r)
     assert {"two-phase-evo", "phase1-draft", "phase2-evolve", "draft-step", "phase2-step"} <= set(by_flow)
     ours = [r for r in by_flow["draft-step"] + by_flow["phase2-step"] if r.parameters["run_dir"] == str(run_dir)]
-    assert len(ours) == STEPS
+    # One Completed step run per node. A busy machine may add others, never Completed: a step the
+    # Prefect API failed under (Failed: its slot went back to the budget, flows/_epoch.py), or a
+    # run the client created twice when it retried a POST that timed out (left Pending).
+    completed = [r for r in ours if r.state_type == StateType.COMPLETED]
+    assert len(completed) == STEPS == len(journal["nodes"]), sorted((r.name, r.state_name) for r in ours)
     assert all(r.parent_task_run_id is not None for r in ours), "steps are subflows of the phase flows"
     debugged = [n for n in journal["nodes"] if n["debug_attempts"] > 0]
     assert debugged, f"fault_rate 0.4 over {STEPS} nodes plants at least one bug"
-    attempts = [r for r in by_flow.get("debug-attempt", []) if r.parameters["run_dir"] == str(run_dir)]
+    ids = {n["id"] for n in journal["nodes"]}  # attempts of a step that failed later made no node
+    attempts = [r for r in by_flow.get("debug-attempt", []) if r.parameters["run_dir"] == str(run_dir)
+                and r.parameters["node_id"] in ids and r.state_type == StateType.COMPLETED]
     assert len(attempts) == sum(n["debug_attempts"] for n in journal["nodes"])
     for node in debugged:
         mine = sorted((r for r in attempts if r.parameters["node_id"] == node["id"]), key=lambda r: r.parameters["attempt"])
