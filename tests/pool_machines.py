@@ -80,12 +80,14 @@ def prefect_pg_server():
         shutil.rmtree(state, ignore_errors=True)
 
 
-def start_worker(name: str, env: dict, private: list[Path], log: Path, limit: int = 1) -> subprocess.Popen:
+def start_worker(name: str, env: dict, private: list[Path], log: Path, limit: int = 1,
+                 queue: str | None = None) -> subprocess.Popen:
     """``prefect worker start --pool POOL`` in a new mount namespace whose ``private`` folders are
-    empty tmpfs (its own scratch, cache and output: a machine with no shared disk), from ROOT."""
+    empty tmpfs (its own scratch, cache and output: a machine with no shared disk), from ROOT;
+    with ``queue``, it takes only the flow runs of that work queue of the pool."""
     mounts = " && ".join(f"mount -t tmpfs -o size=512m tmpfs {p}" for p in private)
     command = (f"{mounts} && exec {Path(sys.executable).parent / 'prefect'} worker start --pool {POOL} "
-               f"--name {name} --limit {limit}")
+               f"--name {name} --limit {limit}" + (f" --work-queue {queue}" if queue else ""))
     with log.open("w") as fh:
         return subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command], env=env,
                                 cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
@@ -110,15 +112,16 @@ def kill_tree(process: subprocess.Popen) -> list[int]:
     return [v.pid for v in victims]
 
 
-def deploy_default(env: dict) -> None:
-    """``swarm-evo pool setup`` (pool + zombie automation) and ``prefect deploy -n two-phase-evo/default``.
+def deploy_default(env: dict, *more: str) -> None:
+    """``swarm-evo pool setup`` (pool + zombie automation) and ``prefect deploy -n two-phase-evo/default``
+    (and the deployments ``more`` names, e.g. ``benchmark-sweep/nightly``).
 
     Raises:
         RuntimeError: either command failed (its output in the message).
     """
+    names = [arg for name in ("two-phase-evo/default", *more) for arg in ("-n", name)]
     for args in ([sys.executable, "-m", "swarm_evo.cli", "pool", "setup", "--pool", POOL],
-                 [str(Path(sys.executable).parent / "prefect"), "--no-prompt", "deploy", "-n",
-                  "two-phase-evo/default"]):
+                 [str(Path(sys.executable).parent / "prefect"), "--no-prompt", "deploy", *names]):
         done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args[-4:])}: {done.stdout[-2000:]} {done.stderr[-2000:]}")

@@ -6,19 +6,30 @@ the sweep's: "machines" with no shared disk. The competitions are prepared into 
 every worker reads them through its own cache. The workers are started as the docs say, with no
 heartbeat variable: the deployments carry it (issue 40, item 1).
 
-One ordinary bad day, all at once:
+One server, store and pool for the module (the fixture ``pool``: ``swarm-evo pool setup``, the
+deployments of prefect.yaml). Beside every test, from the first to the last:
+
+- a deployment run against a slow model (a stand-in server answering after seconds) lives 5
+  minutes on machine 3 (its own work queue) and ends Completed, and a flow of another team on the
+  same server (untagged, Prefect's default heartbeats) is never touched (item 1; checked by the
+  module's last test). The other tests run while it lives: the pool tests share its setup and
+  its wait (issue 40: "fold the slow cases into the existing end-to-end test").
+
+The tests, one ordinary bad day each:
 
 - ``swarm-evo sweep --deployment default --store s3://…`` runs 2 competitions × 2 seeds × 6 steps
-  (120 s each at most) on the workers;
-- machine 1 freezes (SIGSTOP of its flow-run processes) in the middle of a run: the automation of
-  ``swarm-evo pool setup`` declares it dead, the sweep resumes it from the store on another
-  worker, and when the resumed copy has moved on, machine 1 thaws (SIGCONT): it learns it was
-  superseded, uploads nothing more and stops; the store's journal is one history (item 2);
-- machine 2 dies (SIGKILL of the worker and its runs): its run turns Crashed within two heartbeat
-  intervals + 10 s and is resumed once;
-- a deployment run against a slow model (a stand-in server answering after seconds) lives 5
-  minutes and ends Completed, and a flow of another team on the same server (untagged, Prefect's
-  default heartbeats) is never touched (item 1).
+  (120 s each at most) on the workers; machine 1 freezes (SIGSTOP of its flow-run processes) in
+  the middle of a run: the automation of ``swarm-evo pool setup`` declares it dead, the sweep
+  resumes it from the store on another worker, and when the resumed copy has moved on, machine 1
+  thaws (SIGCONT): it learns it was superseded, uploads nothing more and stops; the store's
+  journal is one history (item 2); machine 2 dies (SIGKILL of the worker and its runs): its run
+  turns Crashed within two heartbeat intervals + 10 s and is resumed once.
+- The sweep outlives its driver (item 9), circle-packing with the offline model, 3 steps: a run no
+  worker picks up within ``--start-timeout`` is cancelled and reported so; the scheduled sweep (a
+  flow run of ``benchmark-sweep/nightly``) SIGKILLed with its run is sent back to the pool by the
+  restart automation and resumes the run once; ``swarm-evo sweep --deployment`` SIGKILLed while
+  its run is frozen, started again with the same ``--out`` and ``--store``, starts no run twice
+  and cancels the frozen run once it is Running past ``--run-timeout``, and resumes it.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -43,6 +55,7 @@ from object_store import SeaweedFS
 from pool_machines import (
     FOREIGN_FLOW,
     HEARTBEAT,
+    POOL,
     ROOT,
     deploy_default,
     flow_processes,
@@ -53,7 +66,7 @@ from pool_machines import (
 )
 from test_pool_server import pg_server  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.slow  # a PostgreSQL server, a Prefect server, SeaweedFS, four workers
+pytestmark = pytest.mark.slow  # a PostgreSQL server, a Prefect server, SeaweedFS, workers
 
 BUCKET = "swarm-evo"
 COMPETITIONS = ("spaceship-titanic", "sklearn-wine")  # one MLE-bench knows (its grading files), one it does not
@@ -61,7 +74,90 @@ STEPS = 6
 TIME_LIMIT = 120  # s per run: the offline model sizes its programs to the quick tier (≈ 2-7 s each), as a
 # real model sizes them to the budget its prompt states; 6 steps take ≈ 30 s on a busy 2-core machine
 LONG_RUN = 300  # s: the slow model's deployment run (Prefect's default heartbeat, 180 s, would be ~65 s)
+SLOW_QUEUE = "slow-model"  # the work queue of the slow model's run: machine 3 takes nothing else
 FOREIGN_SECONDS = 100  # another team's flow: longer than 2 intervals after its first heartbeat
+RESTART_STEPS = 3
+RESTART_ARGS = ["--problems", "circle-packing", "--max-steps", str(RESTART_STEPS), "--time-limit", "60",
+                "--parallel-workers", "1", "--model", "offline", "--poll", "1"]
+
+
+def _wait(condition, timeout: float, what: str, poll: float = 0.5, logs=()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll)
+    tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in logs if p.exists())
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tails}")
+
+
+@pytest.fixture(scope="module")
+def pool(pg_server, tmp_path_factory):  # noqa: F811
+    """The pool the module's tests share: the server (PostgreSQL), SeaweedFS with both competitions
+    prepared into ``{store}/data``, ``swarm-evo pool setup`` (the pool and the zombie automation),
+    ``two-phase-evo/default`` and ``benchmark-sweep/nightly`` deployed from prefect.yaml; and
+    what lives beside the tests: another team's flow, and the slow model's 5-minute deployment run
+    on machine 3 (checked by the last test). ``{"env", "api_url", "tmp", "store", "data", "long_run",
+    "long_started", "foreign", "server"}``."""
+    tmp = tmp_path_factory.mktemp("pool")
+    seaweed = SeaweedFS(tmp / "seaweedfs", buckets=(BUCKET,)).start()
+    patch = pytest.MonkeyPatch()
+    model = None
+    workers: list[subprocess.Popen] = []
+    foreign = None
+    try:
+        from swarm_evo.cli.store_data import prepare_to_store
+        from swarm_evo.competition import prepare_competition
+
+        for name, value in seaweed.env.items():
+            patch.setenv(name, value)  # this process reads the store too (s3fs reads the standard variables)
+        store = f"s3://{BUCKET}/e2e-{time.time_ns()}"
+        data = f"{store}/data"
+        for competition_id in COMPETITIONS:  # spaceship-titanic on conftest.TEST_ROWS of its real rows
+            prepare_to_store(competition_id, sampled_raw_dir(competition_id, tmp / "raw"), data)
+        standin_data = tmp / "standin-data"
+        prepare_competition("sklearn-wine", None, standin_data)  # what the slow model's brain reads
+        model = StandInServer(standin_data, TIDY.with_(latency=8.0)).start()
+        env = dict(pg_server["env"], **seaweed.env, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1", OPENAI_API_KEY="stand-in-key")
+        assert not any(k.startswith("PREFECT_FLOWS_HEARTBEAT") for k in env), "workers start as the docs say"
+        deploy_default(env, "benchmark-sweep/nightly")
+        (ROOT / "runs").mkdir(exist_ok=True)  # the workers' private scratch is mounted there
+
+        # another team's flow on the same server, and a deployment run of ours against a slow model
+        foreign_env = {k: v for k, v in pg_server["env"].items() if not k.startswith("PREFECT_FLOWS_HEARTBEAT")}
+        foreign = subprocess.Popen([sys.executable, "-c", FOREIGN_FLOW, str(FOREIGN_SECONDS)], env=foreign_env,
+                                   cwd=tmp, stdout=(tmp / "foreign.log").open("w"), stderr=subprocess.STDOUT)
+        config = tmp / "slow-model.yaml"
+        config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1}}))
+        cache = tmp / "machine-3-cache"
+        cache.mkdir()
+        worker_env = dict(env, PREFECT_HOME=str(tmp / "machine-3-home"), XDG_CACHE_HOME=str(cache),
+                          PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="1")
+        machine_3 = start_worker("machine-3", worker_env, [ROOT / "runs", cache],
+                                 tmp / "machine-3.log", queue=SLOW_QUEUE)
+        workers.append(machine_3)
+        long_run = asyncio.run(_start_deployment_run(pg_server, dict(
+            competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_path=str(config),
+            max_steps=200, time_limit=LONG_RUN, parallel_workers=1), "slow-model-run", SLOW_QUEUE))
+        long_started = time.monotonic()
+        long_pid = _wait(lambda: next((p.pid for p in flow_processes(machine_3)
+                                       if "PREFECT__FLOW_RUN_ID" in p.environ()), None), 120, "the slow run's process",
+                         logs=[tmp / "machine-3.log"])
+        assert psutil.Process(long_pid).environ().get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") == str(HEARTBEAT), \
+            "the deployment's job variables carry the heartbeat frequency"
+        yield {"env": env, "api_url": pg_server["api_url"], "tmp": tmp, "store": store, "data": data,
+               "long_run": long_run, "long_started": long_started, "foreign": foreign, "server": pg_server}
+    finally:
+        for process in workers:
+            kill_tree(process)
+        if foreign is not None and foreign.poll() is None:
+            foreign.kill()
+        if model is not None:
+            model.stop()
+        patch.undo()
+        seaweed.stop()  # ROOT/runs stays (ignored by git): other pool tests may be mounting workers' scratch over it
 
 
 def _store_json(fs, path: str):
@@ -83,22 +179,13 @@ async def _flow_runs(server: dict):
         return await client.read_flow_runs(limit=200)
 
 
-async def _start_deployment_run(server: dict, parameters: dict, name: str):
+async def _start_deployment_run(server: dict, parameters: dict, name: str, queue: str):
     from prefect.client.orchestration import PrefectClient
 
     async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
         deployment = await client.read_deployment_by_name("two-phase-evo/default")
-        return await client.create_flow_run_from_deployment(deployment.id, parameters=parameters, name=name)
-
-
-def _wait(condition, timeout: float, what: str, poll: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        return await client.create_flow_run_from_deployment(deployment.id, parameters=parameters, name=name,
+                                                            work_queue_name=queue)
 
 
 def _a_run_with_two_nodes(worker, scratch: Path) -> str | None:
@@ -109,32 +196,13 @@ def _a_run_with_two_nodes(worker, scratch: Path) -> str | None:
     return None
 
 
-def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_server, tmp_path,  # noqa: F811
-                                                                          monkeypatch):
-    from prefect.client.schemas.objects import StateType
-
-    from swarm_evo.cli.store_data import prepare_to_store
-    from swarm_evo.competition import prepare_competition
+def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
     from swarm_evo.store import open_store
 
-    seaweed = SeaweedFS(tmp_path / "seaweedfs", buckets=(BUCKET,)).start()
-    for name, value in seaweed.env.items():
-        monkeypatch.setenv(name, value)  # s3fs reads the standard variables
-    store = f"s3://{BUCKET}/e2e-{time.time_ns()}"
-    data = f"{store}/data"
-    standin_data = tmp_path / "standin-data"
-    prepare_competition("sklearn-wine", None, standin_data)  # what the slow model's brain reads
-    model = StandInServer(standin_data, TIDY.with_(latency=8.0)).start()
+    server, store, data = pool["server"], pool["store"], pool["data"]
+    env = pool["env"]
     workers: dict[str, subprocess.Popen] = {}
-    foreign = None
     try:
-        for competition_id in COMPETITIONS:  # spaceship-titanic on conftest.TEST_ROWS of its real rows
-            prepare_to_store(competition_id, sampled_raw_dir(competition_id, tmp_path / "raw"), data)
-        env = dict(pg_server["env"], **seaweed.env, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", OPENAI_API_KEY="stand-in-key")
-        assert not any(k.startswith("PREFECT_FLOWS_HEARTBEAT") for k in env), "workers start as the docs say"
-        deploy_default(env)
-
         scratch = ROOT / "runs"  # runs of a store sweep work in runs/sweeps/... under the flow's directory
         cache, out = tmp_path / "cache", tmp_path / "out"
         for folder in (scratch, cache, out):
@@ -145,22 +213,6 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
                               PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="1")
             workers[name] = start_worker(name, worker_env, [scratch, cache, out], tmp_path / f"{name}.log", limit)
             return workers[name]
-
-        # another team's flow on the same server, and a deployment run of ours against a slow model
-        foreign_env = {k: v for k, v in pg_server["env"].items() if not k.startswith("PREFECT_FLOWS_HEARTBEAT")}
-        foreign = subprocess.Popen([sys.executable, "-c", FOREIGN_FLOW, str(FOREIGN_SECONDS)], env=foreign_env,
-                                   cwd=tmp_path, stdout=(tmp_path / "foreign.log").open("w"), stderr=subprocess.STDOUT)
-        config = tmp_path / "slow-model.yaml"
-        config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1}}))
-        worker("machine-3")
-        long_run = asyncio.run(_start_deployment_run(pg_server, dict(
-            competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_path=str(config),
-            max_steps=200, time_limit=LONG_RUN, parallel_workers=1), "slow-model-run"))
-        long_started = time.monotonic()
-        long_pid = _wait(lambda: next((p.pid for p in flow_processes(workers["machine-3"])
-                                       if "PREFECT__FLOW_RUN_ID" in p.environ()), None), 120, "the slow run's process")
-        assert psutil.Process(long_pid).environ().get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") == str(HEARTBEAT), \
-            "the deployment's job variables carry the heartbeat frequency"
 
         for name in ("machine-1", "machine-2"):
             worker(name)
@@ -216,86 +268,300 @@ def test_a_pool_survives_a_frozen_machine_a_dead_machine_and_a_slow_model(pg_ser
 
         assert sweep.wait(timeout=900) == 0, sweep_log.read_text()[-5000:]
         sweep_seconds = time.monotonic() - sweep_started
-        long_state = _wait(lambda: next((r.state for r in asyncio.run(_flow_runs(pg_server))
-                                         if r.id == long_run.id and r.state.is_final()), None),
-                           LONG_RUN + 300, "the slow model's run to end", poll=5)
-        long_seconds = time.monotonic() - long_started
-        assert foreign.wait(timeout=120) == 0, (tmp_path / "foreign.log").read_text()[-3000:]
     finally:
         for process in workers.values():
             kill_tree(process)
-        if foreign is not None and foreign.poll() is None:
-            foreign.kill()
-        model.stop()  # ROOT/runs stays (ignored by git): other pool tests may be mounting workers' scratch over it
 
+    # item 1: our automation declared dead only the machines that died (the rest: the module's last test)
+    runs = asyncio.run(_flow_runs(server))
+    crashed = sorted(r.name for r in runs if r.state.is_crashed())
+    assert killed_run in crashed and set(crashed) <= {frozen_run, killed_run}, crashed  # the victims only
+    (thawed,) = [r for r in runs if r.name == frozen_run]  # Crashed, or Failed once it thawed and stopped
+    assert thawed.state.is_crashed() or "superseded by flow run" in (thawed.state.message or ""), thawed.state
+
+    # the dead machine's run: Crashed within two intervals + 10 s, resumed once
+    (dead,) = [r for r in runs if r.name == killed_run]
+    assert "no heartbeat" in dead.state.message, dead.state
+    crashed_after = (dead.state.timestamp - killed_at).total_seconds()
+    assert crashed_after <= 2 * HEARTBEAT + 10, crashed_after
+    for victim in (frozen_run, killed_run):
+        (resumed,) = [r for r in runs if r.name == f"{victim}-resume1"]
+        assert resumed.state.is_completed() and resumed.parameters["resume"] == sweep_store.run(victim).url
+
+    # item 2: the frozen copy uploaded nothing after it thawed; the store's journal is one history
+    final = _stored_ids(fs, frozen_journal)
+    assert final[:len(at_freeze)] == at_freeze and final[:len(at_thaw)] == at_thaw and len(final) == STEPS
+    assert _store_json(fs, sweep_store.run(frozen_run).path("lease.json"))["generation"] == 2
+    extra = {p for p in fs.find(sweep_store.run(frozen_run).root) if "/nodes/" in p} - listing_at_thaw
+    final_nodes = {f"/nodes/{i}/" for i in final}
+    strays = sorted(p for p in extra if not any(n in p for n in final_nodes))
+    # what no lease check stops (swarm_evo.store.mirror): the one upload whose check came before the freeze
+    # (in flight, or next) lands as the machine thaws: one file of a node of the old copy; never its journal,
+    # which S3 itself refuses (If-Match: swarm_evo/store/conditional.py)
+    landed = [fs.info(p).get("LastModified") for p in strays]
+    assert len(strays) <= 1 and all(any(f"/nodes/{i}/" in p for i in old_nodes) for p in strays) and all(
+        t is not None and (t - thawed_at).total_seconds() <= 10 for t in landed), (f"thawed at {thawed_at}; frozen: {frozen_names}; old copy's nodes: {old_nodes}; "
+                        + "; ".join(f"{p} {fs.info(p).get('LastModified')}" for p in strays))
+
+    # every row valid and read from the store; every run whole there, no node twice
+    rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]
+    assert len(rows) == len(COMPETITIONS) * 2
+    for row in rows:
+        name = Path(row["run_dir"]).name
+        assert row["valid_submission"] is True and row.get("error") is None, row
+        assert row["run_url"] == sweep_store.run(name).url
+        grade = _store_json(fs, sweep_store.run(name).path("grade_report.json"))
+        local_copy = out / "runs" / name / "submission" / "submission.csv"  # fetched from the store
+        assert row["submission_path"] == str(local_copy) and local_copy.read_bytes() == fs.cat_file(
+            sweep_store.run(name).path("submission/submission.csv"))
+        assert {k: v for k, v in row.items() if k in grade and k != "submission_path"} == {
+            k: v for k, v in grade.items() if k != "submission_path"}
+        nodes = _store_json(fs, sweep_store.run(name).path("journal.json"))["nodes"]
+        assert [n["step"] for n in nodes] == list(range(1, STEPS + 1)), (name, len(nodes))
+        assert len({n["id"] for n in nodes}) == STEPS  # none doubled
+        for node in nodes:
+            assert fs.exists(sweep_store.run(name).path(f"nodes/{node['id']}/solution.py"))
+        assert row["resumes"] == (1 if name in (frozen_run, killed_run) else 0), (name, row["resumes"])
+    assert not list((ROOT / "runs" / "sweeps").glob(f"{out.name}*")), "a worker wrote to the sweep machine's disk"
+    assert not list(out.glob("runs/*/journal.json")), "the sweep's machine holds reports only"
+    for name in ("grading_reports.jsonl", "summary.json", "mlebench_submissions.jsonl",
+                 "mlebench_grading_report.json"):
+        assert fs.cat_file(sweep_store.path(name)) == (out / name).read_bytes(), name
+    known = [r for r in rows if r["competition_id"] == "spaceship-titanic"]
+    report = json.loads((out / "mlebench_grading_report.json").read_text())  # MLE-bench's run-group report
+    assert report["total_runs"] == len(known) == 2
+    assert report["total_valid_submissions"] == sum(r["valid_submission"] for r in known)
+    assert report["total_medals"] == sum(r["any_medal"] for r in known)
+    for line in (out / "mlebench_submissions.jsonl").read_text().splitlines():  # `mlebench grade` input
+        assert Path(json.loads(line)["submission_path"]).is_file()
+    print(f"frozen {frozen_run} (ended {thawed.state.name}: {thawed.state.message}), killed {killed_run} "
+          f"(Crashed {crashed_after:.0f} s after the kill); sweep {sweep_seconds:.0f} s")
+
+
+# ------------------------------------------------------------------- the sweep outlives its driver (item 9)
+
+
+@contextlib.contextmanager
+def _workers(pool, tag: str, count: int = 2):
+    """``count`` workers (limit 1 each, every queue of the pool but machine 3's takes nothing now: its
+    run is in flight), each with its own scratch (ROOT/runs), none seeing the tests' folders."""
+    workers = []
     try:
-        # item 1: live runs are never declared dead; the rest of the server is never watched
-        runs = asyncio.run(_flow_runs(pg_server))
-        assert long_state.type == StateType.COMPLETED and long_seconds >= LONG_RUN, (long_state, long_seconds)
-        (theirs,) = [r for r in runs if r.parameters == {"seconds": float(FOREIGN_SECONDS)}]
-        assert theirs.state.is_completed(), theirs.state
-        crashed = sorted(r.name for r in runs if r.state.is_crashed())
-        assert killed_run in crashed and set(crashed) <= {frozen_run, killed_run}, crashed  # the victims only
-        (thawed,) = [r for r in runs if r.name == frozen_run]  # Crashed, or Failed once it thawed and stopped
-        assert thawed.state.is_crashed() or "superseded by flow run" in (thawed.state.message or ""), thawed.state
-
-        # the dead machine's run: Crashed within two intervals + 10 s, resumed once
-        (dead,) = [r for r in runs if r.name == killed_run]
-        assert "no heartbeat" in dead.state.message, dead.state
-        crashed_after = (dead.state.timestamp - killed_at).total_seconds()
-        assert crashed_after <= 2 * HEARTBEAT + 10, crashed_after
-        for victim in (frozen_run, killed_run):
-            (resumed,) = [r for r in runs if r.name == f"{victim}-resume1"]
-            assert resumed.state.is_completed() and resumed.parameters["resume"] == sweep_store.run(victim).url
-
-        # item 2: the frozen copy uploaded nothing after it thawed; the store's journal is one history
-        final = _stored_ids(fs, frozen_journal)
-        assert final[:len(at_freeze)] == at_freeze and final[:len(at_thaw)] == at_thaw and len(final) == STEPS
-        assert _store_json(fs, sweep_store.run(frozen_run).path("lease.json"))["generation"] == 2
-        extra = {p for p in fs.find(sweep_store.run(frozen_run).root) if "/nodes/" in p} - listing_at_thaw
-        final_nodes = {f"/nodes/{i}/" for i in final}
-        strays = sorted(p for p in extra if not any(n in p for n in final_nodes))
-        # what no lease check stops (swarm_evo.store.mirror): the one upload whose check came before the freeze
-        # (in flight, or next) lands as the machine thaws: one file of a node of the old copy; never its journal,
-        # which S3 itself refuses (If-Match: swarm_evo/store/conditional.py)
-        landed = [fs.info(p).get("LastModified") for p in strays]
-        assert len(strays) <= 1 and all(any(f"/nodes/{i}/" in p for i in old_nodes) for p in strays) and all(
-            t is not None and (t - thawed_at).total_seconds() <= 10 for t in landed), (f"thawed at {thawed_at}; frozen: {frozen_names}; old copy's nodes: {old_nodes}; "
-                            + "; ".join(f"{p} {fs.info(p).get('LastModified')}" for p in strays))
-
-        # every row valid and read from the store; every run whole there, no node twice
-        rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]
-        assert len(rows) == len(COMPETITIONS) * 2
-        for row in rows:
-            name = Path(row["run_dir"]).name
-            assert row["valid_submission"] is True and row.get("error") is None, row
-            assert row["run_url"] == sweep_store.run(name).url
-            grade = _store_json(fs, sweep_store.run(name).path("grade_report.json"))
-            local_copy = out / "runs" / name / "submission" / "submission.csv"  # fetched from the store
-            assert row["submission_path"] == str(local_copy) and local_copy.read_bytes() == fs.cat_file(
-                sweep_store.run(name).path("submission/submission.csv"))
-            assert {k: v for k, v in row.items() if k in grade and k != "submission_path"} == {
-                k: v for k, v in grade.items() if k != "submission_path"}
-            nodes = _store_json(fs, sweep_store.run(name).path("journal.json"))["nodes"]
-            assert [n["step"] for n in nodes] == list(range(1, STEPS + 1)), (name, len(nodes))
-            assert len({n["id"] for n in nodes}) == STEPS  # none doubled
-            for node in nodes:
-                assert fs.exists(sweep_store.run(name).path(f"nodes/{node['id']}/solution.py"))
-            assert row["resumes"] == (1 if name in (frozen_run, killed_run) else 0), (name, row["resumes"])
-        assert not list((ROOT / "runs" / "sweeps").glob(f"{out.name}*")), "a worker wrote to the sweep machine's disk"
-        assert not list(out.glob("runs/*/journal.json")), "the sweep's machine holds reports only"
-        for name in ("grading_reports.jsonl", "summary.json", "mlebench_submissions.jsonl",
-                     "mlebench_grading_report.json"):
-            assert fs.cat_file(sweep_store.path(name)) == (out / name).read_bytes(), name
-        known = [r for r in rows if r["competition_id"] == "spaceship-titanic"]
-        report = json.loads((out / "mlebench_grading_report.json").read_text())  # MLE-bench's run-group report
-        assert report["total_runs"] == len(known) == 2
-        assert report["total_valid_submissions"] == sum(r["valid_submission"] for r in known)
-        assert report["total_medals"] == sum(r["any_medal"] for r in known)
-        for line in (out / "mlebench_submissions.jsonl").read_text().splitlines():  # `mlebench grade` input
-            assert Path(json.loads(line)["submission_path"]).is_file()
-        print(f"frozen {frozen_run} (ended {thawed.state.name}: {thawed.state.message}), killed {killed_run} "
-              f"(Crashed {crashed_after:.0f} s after the kill); slow-model run {long_seconds:.0f} s, {long_state.name}; "
-              f"sweep {sweep_seconds:.0f} s")
+        for n in range(count):
+            env = dict(pool["env"], PREFECT_HOME=str(pool["tmp"] / f"{tag}-worker-{n}"), PREFECT_WORKER_QUERY_SECONDS="1",
+                       PREFECT_WORKER_PREFETCH_SECONDS="1")
+            workers.append(start_worker(f"{tag}-{n}", env, [ROOT / "runs", pool["tmp"]],
+                                        pool["tmp"] / f"{tag}-worker-{n}.log"))
+        yield workers
     finally:
-        seaweed.stop()
+        for worker in workers:
+            kill_tree(worker)
+
+
+def _sweep(pool, argv: list[str], log: Path) -> subprocess.Popen:
+    env = dict(pool["env"], PREFECT_HOME=str(pool["tmp"] / "sweep-home"))
+    with log.open("a") as fh:
+        return subprocess.Popen([sys.executable, "-m", "swarm_evo.cli", "sweep", *argv], env=env, cwd=pool["tmp"],
+                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _server_settings(pool):
+    """This process's Prefect settings for the module's server: its URL and credentials."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    return temporary_settings({PREFECT_API_URL: pool["api_url"],
+                               PREFECT_API_AUTH_STRING: pool["env"]["PREFECT_API_AUTH_STRING"]})
+
+
+@contextlib.contextmanager
+def _client(pool):
+    from prefect.client.orchestration import get_client
+
+    with _server_settings(pool), get_client(sync_client=True) as client:
+        yield client
+
+
+def _runs(pool, sweep_name: str) -> dict[str, list]:
+    """The two-phase-evo flow runs of the sweep ``sweep_name`` (its store folder's name), by name."""
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    with _client(pool) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["two-phase-evo"])), limit=200)
+    found: dict[str, list] = {}
+    for run in runs:
+        where = f"{run.parameters.get('run_dir', '')} {run.parameters.get('resume', '')}"
+        if f"sweeps/{sweep_name}" in where:
+            found.setdefault(run.name, []).append(run)
+    return found
+
+
+def _stored_run(store_url: str, sweep_name: str, run_name: str):
+    from swarm_evo.store import open_store
+
+    run = open_store(store_url).child("sweeps", sweep_name).run(run_name)
+    run.fs.invalidate_cache()
+    return run
+
+
+def _nodes(store_url: str, sweep_name: str, run_name: str) -> int:
+    run = _stored_run(store_url, sweep_name, run_name)
+    try:
+        return len(json.loads(run.fs.cat_file(run.path("journal.json")))["nodes"])
+    except (FileNotFoundError, ValueError, KeyError):
+        return 0
+
+
+def _has_journal(store_url: str, sweep_name: str, run_name: str) -> bool:
+    """Whether the store holds the run's journal (the mirror's first sync: the run can be resumed)."""
+    run = _stored_run(store_url, sweep_name, run_name)
+    return run.fs.exists(run.path("journal.json"))
+
+
+def _flow_process(flow_run_id) -> psutil.Process | None:
+    """The process running flow run ``flow_run_id`` (the worker passes the id in its environment)."""
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("PREFECT__FLOW_RUN_ID") == str(flow_run_id):
+                return process
+    return None
+
+
+def _one_each(runs: dict[str, list], *names: str) -> None:
+    """Each of ``names`` is one flow run, and there is no other (no run started twice)."""
+    assert sorted((name, len(found)) for name, found in runs.items()) == sorted((name, 1) for name in names), \
+        {name: [(r.id, r.state.name) for r in found] for name, found in runs.items()}
+
+
+def test_a_run_no_worker_takes_is_reported_after_the_start_timeout(pool):
+    out = pool["tmp"] / "idle"
+    log = pool["tmp"] / "idle.log"
+    started = time.monotonic()
+    sweep = _sweep(pool, ["--deployment", "default", "--store", f"s3://{BUCKET}/idle", "--out", str(out), "--seeds",
+                          "1", "--start-timeout", "3", *RESTART_ARGS], log)
+    assert sweep.wait(timeout=120) == 1, log.read_text()[-3000:]
+    (row,) = [json.loads(line) for line in (out / "problem_reports.jsonl").read_text().splitlines()]
+    assert "not picked up by any worker of swarm-evo-process within 3 s" in row["error"], row
+    assert f"prefect worker start --pool {POOL}" in row["error"]
+    ((name, (run,)),) = _runs(pool, out.name).items()
+    assert name == "circle-packing-two_phase-s0"
+    assert run.state.is_cancelled(), run.state  # no worker runs it later
+    print(f"reported {time.monotonic() - started:.0f} s after the sweep started")
+
+
+def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
+    """A flow run of benchmark-sweep/nightly and its run's process SIGKILLed: the workers report
+    both Crashed; the restart automation sends the same sweep flow run back to the pool (after
+    RESTART_DELAY), never the crashed two-phase-evo run; the sweep resumes that run once."""
+    from flows._sweep_restart import RESTART_STATE, default_flow_out_dir, ensure_restart_automation
+
+    store = f"s3://{BUCKET}/nightly"
+    s0 = "circle-packing-two_phase-s0"
+    parameters = dict(competitions=None, problems=["circle-packing"], seeds=1, max_steps=RESTART_STEPS, time_limit=60,
+                      parallel_workers=1, store=store, deployment="default", poll_interval=1, model="offline")
+    with _workers(pool, "nightly"), _client(pool) as client:
+        logs = [pool["tmp"] / f"nightly-worker-{n}.log" for n in range(2)]
+        deployment = client.read_deployment_by_name("benchmark-sweep/nightly")
+        sweep_run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        sweep_name = default_flow_out_dir(sweep_run).name
+        _wait(lambda: _has_journal(store, sweep_name, s0) and _runs(pool, sweep_name).get(s0), 240,
+              "the scheduled sweep's run going", logs=logs)
+        (run0,) = _runs(pool, sweep_name)[s0]
+        _flow_process(sweep_run.id).kill()
+        _flow_process(run0.id).kill()
+        _wait(lambda: client.read_flow_run(sweep_run.id).state.is_final()
+              and client.read_flow_run(sweep_run.id).run_count >= 2, 300, "the sweep restarted and finished", logs=logs)
+        sweep_run = client.read_flow_run(sweep_run.id)
+        history = [s.name for s in client.read_flow_run_states(sweep_run.id)]
+        run0_history = [s.name for s in client.read_flow_run_states(run0.id)]
+        runs = _runs(pool, sweep_name)
+    assert sweep_run.state.is_completed(), (sweep_run.state, history)
+    assert "Crashed" in history and RESTART_STATE in history and sweep_run.run_count == 2, history
+    with _server_settings(pool):
+        assert ensure_restart_automation() == "found"  # made by the sweep's first run, once
+    _one_each(runs, s0, f"{s0}-resume1")
+    assert runs[s0][0].state.is_crashed() and RESTART_STATE not in run0_history, run0_history
+    from swarm_evo.store import open_store
+
+    location = open_store(store).child("sweeps", sweep_name)
+    (row,) = map(json.loads, location.fs.cat_file(location.path("problem_reports.jsonl")).decode().splitlines())
+    assert row["valid"] and row["error"] is None and row["resumes"] == 1, row
+    assert _nodes(store, sweep_name, s0) == RESTART_STEPS
+
+
+def test_the_slow_models_five_minute_run_and_another_teams_flow_are_never_touched(pool):
+    """Item 1, over everything the module's other tests did beside them: the deployment run against
+    the slow model (5 minutes, heartbeats at the frequency its deployment carries) ends Completed, not
+    Crashed by our automation; another team's flow on the same server ends Completed. It waits for
+    that run to end; the killed-sweep test, which pauses the automation, comes after it."""
+    from prefect.client.schemas.objects import StateType
+
+    def runs():
+        return asyncio.run(_flow_runs(pool["server"]))
+
+    long_state = _wait(lambda: next((r.state for r in runs() if r.id == pool["long_run"].id and r.state.is_final()),
+                                    None), LONG_RUN + 300, "the slow model's run to end", poll=5,
+                       logs=[pool["tmp"] / "machine-3.log"])
+    long_seconds = time.monotonic() - pool["long_started"]
+    assert long_state.type == StateType.COMPLETED and long_seconds >= LONG_RUN, (long_state, long_seconds)
+    assert pool["foreign"].wait(timeout=120) == 0, (pool["tmp"] / "foreign.log").read_text()[-3000:]
+    (theirs,) = [r for r in runs() if r.parameters == {"seconds": float(FOREIGN_SECONDS)}]
+    assert theirs.state.is_completed(), theirs.state
+    print(f"slow-model run {long_seconds:.0f} s, {long_state.name}")
+
+
+def test_a_sweep_killed_and_started_again_starts_no_run_twice_and_resumes_a_frozen_run(pool):
+    """The driver SIGKILLed while its run s0 is frozen (SIGSTOP) and s1 runs; started again with the
+    same --out and --store: s1 is waited for, s0 is cancelled once Running past --run-timeout and
+    resumed (the frozen process is let go once the cancel is asked, so the worker's SIGTERM ends it
+    at once instead of after the worker's 30 s grace); every flow run name once on the server.
+
+    The zombie automation of ``swarm-evo pool setup`` is paused meanwhile (and resumed after): the
+    frozen run's heartbeats stop too, and this test shows the sweep's own timeout, not the automation
+    (the first test shows that). It runs after the slow model's run has ended (the test before): a
+    live run while the automation was paused and resumed was once seen Crashed by it at its end."""
+    from flows._sweep_deployment import TIMEOUT_MARK
+    from flows.pool_setup import AUTOMATION_NAME
+
+    store = f"s3://{BUCKET}/killed"
+    out = pool["tmp"] / "killed"
+    log = pool["tmp"] / "killed.log"
+    argv = ["--deployment", "default", "--store", store, "--out", str(out), "--seeds", "2", "--run-timeout", "45",
+            *RESTART_ARGS]
+    s0, s1 = "circle-packing-two_phase-s0", "circle-packing-two_phase-s1"
+    with _client(pool) as client:
+        (automation,) = client.read_automations_by_name(AUTOMATION_NAME)
+        client.pause_automation(automation.id)
+    try:
+        with _workers(pool, "killed"), _client(pool) as client:
+            logs = [log, *(pool["tmp"] / f"killed-worker-{n}.log" for n in range(2))]
+            first = _sweep(pool, argv, log)
+            _wait(lambda: _has_journal(store, out.name, s0) and len(_runs(pool, out.name)) == 2, 180,
+                  "the sweep's two runs going", logs=logs)
+            (run0,) = _runs(pool, out.name)[s0]
+            frozen = _flow_process(run0.id)
+            frozen.suspend()  # SIGSTOP: Running for ever, as on a hung machine
+            os.killpg(first.pid, signal.SIGKILL)  # the driver
+            first.wait()
+            with log.open("a") as fh:
+                fh.write("\n=== the sweep again ===\n")
+            again = _sweep(pool, argv, log)
+            _wait(lambda: client.read_flow_run(run0.id).state.is_cancelling(), 180, "the frozen run cancelled",
+                  logs=logs)
+            frozen.resume()
+            assert again.wait(timeout=300) == 0, log.read_text()[-4000:]
+            runs = _runs(pool, out.name)
+            run0_states = client.read_flow_run_states(run0.id)
+    finally:
+        with _client(pool) as client:
+            client.resume_automation(automation.id)
+    resumes = sorted(name for name in runs if name.startswith(f"{s0}-resume"))
+    _one_each(runs, s0, s1, *resumes)
+    assert resumes[:1] == [f"{s0}-resume1"], resumes  # (a busy machine may time a resume out too)
+    assert any((s.message or "").startswith(TIMEOUT_MARK) for s in run0_states), [s.message for s in run0_states]
+    last = runs[resumes[-1]][0]
+    assert last.state.is_completed() and last.parameters["resume"].endswith(f"/sweeps/{out.name}/runs/{s0}")
+    rows = {Path(r["run_dir"]).name: r for r in map(json.loads, (out / "problem_reports.jsonl").read_text().splitlines())}
+    assert set(rows) == {s0, s1} and all(r["valid"] and r["error"] is None for r in rows.values()), rows
+    assert rows[s0]["resumes"] == len(resumes)
+    assert rows[s1]["resumes"] == len([n for n in runs if n.startswith(f"{s1}-resume")])
+    assert _nodes(store, out.name, s0) == RESTART_STEPS

@@ -137,7 +137,9 @@ def run_swarm(
 
     ``model_config`` adds to the config's ``model`` section (defaults: ``api_base``,
     ``timeout: 20``, ``num_retries: 1``); ``search_config`` / ``sandbox_config`` likewise
-    (defaults ``sandbox.exec_timeout: 60`` and ``sandbox.python``: this interpreter, the
+    (defaults ``sandbox.exec_timeout: 19``, which the prompts state, so the stand-in's offline brain
+    writes quick-tier programs (swarm_evo/llm/offline/effort.py: what these runs test is the
+    conversation, not the programs' size), and ``sandbox.python``: this interpreter, the
     project's own, as the suite's in-process runs — ``tests/conftest.py``). The process is killed after ``timeout`` seconds
     (``timed_out`` is then set). The run directory is ``workdir/run``.
     """
@@ -146,7 +148,7 @@ def run_swarm(
     config = {
         "model": {"api_base": api_base, "timeout": 20, "num_retries": 1, **(model_config or {})},
         "search": {**(search_config or {})},
-        "sandbox": {"exec_timeout": 60, "python": sys.executable, **(sandbox_config or {})},
+        "sandbox": {"exec_timeout": 19, "python": sys.executable, **(sandbox_config or {})},
     }
     config = {k: v for k, v in config.items() if v}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
