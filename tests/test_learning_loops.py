@@ -90,8 +90,15 @@ def test_agent_evolution_counts_global_epochs_across_both_phases(wine_run):
 
 
 def test_prompts_carry_agent_texts_examples_and_evolution_log(wine_run):
+    from swarm_evo.learning.agent_evolution import load_evolutions
+
     run_dir, _, _ = wine_run
     nodes = sorted(_nodes(run_dir), key=lambda n: n["step"])
+    last = nodes[-1]
+    # an evolution after the last node's epoch (due then: 12 steps, 2 per epoch, every 2 epochs) runs
+    # after its prompt: if it rewrote that agent, the prompt has the text the rewrite replaced
+    later = [r for e in load_evolutions(run_dir) if e.epoch >= last["epoch"] for r in e.rewrites
+             if r.agent_id == last["agent_id"] and r.changed]
     seen = set()
     for node in nodes[2:]:  # after the first epoch (2 parallel steps) the journal is not empty
         prompt_file = run_dir / "nodes" / node["id"] / f"prompt-{node['operation']}.md"
@@ -103,9 +110,10 @@ def test_prompts_carry_agent_texts_examples_and_evolution_log(wine_run):
             seen.add(node["operation"])
             other = {"draft", "merge", "mutate"} - {node["operation"]}
             assert not any(f"# Examples from earlier {o} steps" in prompt for o in other)
-        agent_strategy = (run_dir / "agents" / node["agent_id"] / f"{node['operation']}.md").read_text().strip()
-        if node["step"] == nodes[-1]["step"]:
-            assert agent_strategy in prompt, "the last prompt uses its agent's current strategy text"
+        if node["step"] == last["step"]:
+            current = (run_dir / "agents" / node["agent_id"] / f"{node['operation']}.md").read_text().strip()
+            then = later[0].old_texts[node["operation"]].strip() if later else current
+            assert then in prompt, "the last prompt uses the strategy text its agent had when it was written"
     assert {"draft", "mutate"} <= seen
 
 
