@@ -84,8 +84,16 @@ def start_worker(name: str, env: dict, private: list[Path], log: Path, limit: in
                  queue: str | None = None) -> subprocess.Popen:
     """``prefect worker start --pool POOL`` in a new mount namespace whose ``private`` folders are
     empty tmpfs (its own scratch, cache and output: a machine with no shared disk), from ROOT;
-    with ``queue``, it takes only the flow runs of that work queue of the pool."""
-    mounts = " && ".join(f"mount -t tmpfs -o size=512m tmpfs {p}" for p in private)
+    with ``queue``, it takes only the flow runs of that work queue of the pool.
+
+    The program environment (``.venv-programs``, when built) is hidden there too, as
+    tests/conftest.py hides it for the suite: the workers' runs run their programs with the
+    project's interpreter (quick scikit-learn programs instead of LightGBM/CatBoost ones; what
+    these tests check is the pool, not the programs)."""
+    from conftest import BUILT_PROGRAM_ENV  # the real one: the session patches program_env's
+
+    hidden = [BUILT_PROGRAM_ENV] if BUILT_PROGRAM_ENV.is_dir() else []
+    mounts = " && ".join(f"mount -t tmpfs -o size=512m tmpfs {p}" for p in [*private, *hidden])
     command = (f"{mounts} && exec {Path(sys.executable).parent / 'prefect'} worker start --pool {POOL} "
                f"--name {name} --limit {limit}" + (f" --work-queue {queue}" if queue else ""))
     with log.open("w") as fh:

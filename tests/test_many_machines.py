@@ -9,7 +9,7 @@ heartbeat variable: the deployments carry it (issue 40, item 1).
 One server, store and pool for the module (the fixture ``pool``: ``swarm-evo pool setup``, the
 deployments of prefect.yaml). Beside every test, from the first to the last:
 
-- a deployment run against a slow model (a stand-in server answering after seconds) lives 5
+- a deployment run against a slow model (a stand-in server answering after 20 s) lives 5
   minutes on machine 3 (its own work queue) and ends Completed, and a flow of another team on the
   same server (untagged, Prefect's default heartbeats) is never touched (item 1; checked by the
   module's last test). The other tests run while it lives: the pool tests share its setup and
@@ -74,6 +74,7 @@ STEPS = 6
 TIME_LIMIT = 120  # s per run: the offline model sizes its programs to the quick tier (≈ 2-7 s each), as a
 # real model sizes them to the budget its prompt states; 6 steps take ≈ 30 s on a busy 2-core machine
 LONG_RUN = 300  # s: the slow model's deployment run (Prefect's default heartbeat, 180 s, would be ~65 s)
+SLOW_LATENCY = 20.0  # s per reply of the slow model: a dozen steps in the 5 minutes, the run idle in between
 SLOW_QUEUE = "slow-model"  # the work queue of the slow model's run: machine 3 takes nothing else
 FOREIGN_SECONDS = 100  # another team's flow: longer than 2 intervals after its first heartbeat
 RESTART_STEPS = 3
@@ -118,7 +119,7 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
             prepare_to_store(competition_id, sampled_raw_dir(competition_id, tmp / "raw"), data)
         standin_data = tmp / "standin-data"
         prepare_competition("sklearn-wine", None, standin_data)  # what the slow model's brain reads
-        model = StandInServer(standin_data, TIDY.with_(latency=8.0)).start()
+        model = StandInServer(standin_data, TIDY.with_(latency=SLOW_LATENCY)).start()
         env = dict(pg_server["env"], **seaweed.env, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                    MKL_NUM_THREADS="1", OPENAI_API_KEY="stand-in-key")
         assert not any(k.startswith("PREFECT_FLOWS_HEARTBEAT") for k in env), "workers start as the docs say"
@@ -130,7 +131,8 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
         foreign = subprocess.Popen([sys.executable, "-c", FOREIGN_FLOW, str(FOREIGN_SECONDS)], env=foreign_env,
                                    cwd=tmp, stdout=(tmp / "foreign.log").open("w"), stderr=subprocess.STDOUT)
         config = tmp / "slow-model.yaml"
-        config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1}}))
+        config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1},
+                                          "sandbox": {"exec_timeout": 19}}))  # quick-tier programs (runner.py)
         cache = tmp / "machine-3-cache"
         cache.mkdir()
         worker_env = dict(env, PREFECT_HOME=str(tmp / "machine-3-home"), XDG_CACHE_HOME=str(cache),
