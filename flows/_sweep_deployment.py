@@ -38,6 +38,7 @@ from prefect import get_run_logger
 from prefect.states import Cancelled, Cancelling
 
 from flows._sweep_rows import Item, Rows, describe, failed_row, has_report, stored_row
+from swarm_evo.config import read_config_file
 from swarm_evo.population.journal import JOURNAL_FILE
 from swarm_evo.sweeps import sweep
 
@@ -313,3 +314,15 @@ class DeploymentSweep:
         del self._running[flow_run.id]
         self.rows.add(run.item, row)
         self.logger.info("run %s: %s", run.name, describe(row))
+
+
+def run_config_source(config_path: str | None, target: str | None) -> dict:
+    """How the runs get the sweep's config file: its absolute path for runs in this process;
+    its contents (``config_data``) for a deployment's, whose workers need not see this
+    machine's files (a pool with no shared disk). ``{}`` without a file."""
+    if not config_path:
+        return {}
+    path = Path(config_path).expanduser().resolve()
+    if target is None:
+        return {"config_path": str(path)}
+    return {"config_data": read_config_file(path)}  # ConfigError names the file (checked before, too)

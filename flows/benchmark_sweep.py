@@ -50,6 +50,7 @@ from flows._sweep_deployment import (
     check_deployment,
     default_run_timeout,
     deployment_name,
+    run_config_source,
 )
 from flows._sweep_in_process import run_in_process
 from flows._sweep_restart import check_restarts, default_flow_out_dir, ensure_restart_automation
@@ -161,7 +162,8 @@ def benchmark_sweep(
         max_parallel_runs: runs at once (default 1 here; all of them with a deployment, whose
             work pool and workers then limit the concurrency).
         parallel_workers, time_limit, config_path, executor, llm_block, sandbox_block: passed
-            to every run (see two_phase_evo).
+            to every run (see two_phase_evo); with a deployment, the config file's contents go
+            instead of its path (``config_data``: the workers need not see this machine's files).
         poll_interval: seconds between state polls of deployment runs.
         run_timeout: seconds a deployment run may be Running (from its start; time queued for a
             free worker does not count) before the sweep cancels it and resumes it (a resume);
@@ -243,6 +245,7 @@ def benchmark_sweep(
         except Exception as exc:
             logger.warning("no automation to restart this sweep if it crashes (%s: %s)", type(exc).__name__, exc)
     items = sweep.plan([*competition_ids, *problem_tasks], policy_list, seed_list)
+    config_source = run_config_source(config_path, target)
     with_policy = "policy" in inspect.signature(two_phase_evo.fn).parameters
     parameters = {}
     for task, policy, seed in items:
@@ -257,9 +260,8 @@ def benchmark_sweep(
                      else str(out_path / sweep.RUNS_DIR / run_name)),
             store=sweep_store.url if sweep_store is not None else None,
             model=model, max_steps=max_steps, seed=seed, parallel_workers=parallel_workers,
-            time_limit=time_limit, config_path=str(Path(config_path).expanduser().resolve()) if config_path else None,
-            executor=executor, llm_block=llm_block, sandbox_block=sandbox_block,
-            policy=policy if with_policy else None,
+            time_limit=time_limit, executor=executor, llm_block=llm_block, sandbox_block=sandbox_block,
+            policy=policy if with_policy else None, **config_source,
         )
         parameters[(task, policy, seed)] = {k: v for k, v in params.items() if v is not None}
     (out_path / sweep.RUNS_DIR).mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from swarm_evo.config import RunConfig, load_config
+from swarm_evo.config import ConfigError, RunConfig, config_from_mapping, load_config
 from swarm_evo.store.location import STORE_ENV
 
 
@@ -34,16 +34,27 @@ def resolve_config(
     instance: str | None = None,
     max_consecutive_failures: int | None = None,
     store: str | None = None,
+    config_data: dict | None = None,
 ) -> tuple[RunConfig, object]:
-    """The run's config: file (or defaults, or ``base``: a resumed run's) <- saved blocks <-
-    explicit parameters; a ``store`` still unset then comes from ``$SWARM_EVO_STORE``.
+    """The run's config: file, or ``config_data`` (a config file's contents, sent by a sweep on
+    a deployment: the worker need not see the file), or the defaults, or ``base`` (a resumed
+    run's) <- saved blocks <- explicit parameters; a ``store`` still unset then comes from
+    ``$SWARM_EVO_STORE``.
 
     Returns ``(config, api_key)``; the key comes only from the LLM settings block.
 
     Raises:
-        ConfigError: a value (from any source) is invalid; the message names the key.
+        ConfigError: a value (from any source) is invalid, the message names the key; or both
+            ``config_path`` and ``config_data`` are given.
     """
-    config = base if base is not None else load_config(Path(config_path) if config_path else None)
+    if config_path and config_data is not None:
+        raise ConfigError("config_path and config_data both given: pass the file's path or its contents, not both")
+    if base is not None:
+        config = base
+    elif config_data is not None:
+        config = config_from_mapping(config_data, source="config_data")
+    else:
+        config = load_config(Path(config_path) if config_path else None)
     api_key = None
     overrides: dict = {}
     if llm_block:

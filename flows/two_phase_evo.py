@@ -79,6 +79,7 @@ def two_phase_evo(
     parallel_workers: int | None = None,
     time_limit: float | None = None,
     config_path: str | None = None,
+    config_data: dict | None = None,
     executor: str | None = None,
     image: str | None = None,
     gpus: str | int | list[str] | None = None,
@@ -111,7 +112,10 @@ def two_phase_evo(
             existing run directory of the same competition or problem is continued.
         model: litellm model name or ``offline``; overrides the config file and the block.
         max_steps, seed, parallel_workers, time_limit: override the config file.
-        config_path: YAML config (swarm_evo/config.py lists the keys).
+        config_path: YAML config (swarm_evo/config.py lists the keys), a path on the machine
+            that runs the flow.
+        config_data: the same config's contents as a mapping, instead of ``config_path``: what a
+            sweep on a deployment sends, since the workers need not see the sweep's files.
         executor: sandbox backend, ``local`` or ``docker`` (``sandbox.backend``).
         image: Docker sandbox image (``sandbox.image``).
         gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``; docker only).
@@ -141,7 +145,7 @@ def two_phase_evo(
     base = None
     if resume:
         fixed = dict(competition_id=competition_id, problem=problem, instance=instance, run_dir=run_dir,
-                     config_path=config_path, model=model, seed=seed, policy=policy)
+                     config_path=config_path, config_data=config_data, model=model, seed=seed, policy=policy)
         given = sorted(k for k, v in fixed.items() if v is not None)
         if given:
             raise ValueError(f"resume takes {', '.join(given)} from {resume}/journal.json: leave them unset")
@@ -156,6 +160,7 @@ def two_phase_evo(
         time_limit=time_limit, executor=executor, image=image, gpus=gpus,
         llm_block=llm_block, sandbox_block=sandbox_block, policy=policy, mlebench_repo=mlebench_repo,
         python=python, instance=instance, max_consecutive_failures=max_consecutive_failures, store=store,
+        config_data=config_data,
     )
     name = problem if problem is not None else competition_id
     if problem is not None and config.problem.instance:

@@ -340,15 +340,15 @@ def _validate(data: Any, source: str) -> RunConfig:
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
 
 
-def load_config(path: Path | None = None) -> RunConfig:
-    """Read and validate a YAML config file; None gives the defaults.
+def read_config_file(path: Path) -> dict:
+    """The mapping a YAML config file holds (``{}`` for an empty file), not yet validated: what
+    a sweep on a deployment sends to runs on other machines instead of the file's path
+    (``two_phase_evo(config_data=...)``), since those machines need not see the file.
 
     Raises:
-        ConfigError: unreadable file, invalid YAML, unknown key or wrong type; the message
-            names the file and the key.
+        ConfigError: unreadable file, invalid YAML, or a top level that is not a mapping; the
+            message names the file.
     """
-    if path is None:
-        return RunConfig()
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -358,4 +358,27 @@ def load_config(path: Path | None = None) -> RunConfig:
         raise ConfigError(f"{path}: invalid YAML ({exc})") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections (search, model, sandbox, agents, problem)")
-    return _validate(data, source=str(path))
+    return data or {}
+
+
+def config_from_mapping(data: dict, source: str) -> RunConfig:
+    """Validate a config mapping (a config file's contents, :func:`read_config_file`).
+
+    Raises:
+        ConfigError: unknown key or wrong type; the message starts with ``source`` and names the key.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a config must be a mapping of sections (search, model, sandbox, agents, problem)")
+    return _validate(data, source=source)
+
+
+def load_config(path: Path | None = None) -> RunConfig:
+    """Read and validate a YAML config file; None gives the defaults.
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML, unknown key or wrong type; the message
+            names the file and the key.
+    """
+    if path is None:
+        return RunConfig()
+    return _validate(read_config_file(path), source=str(path))

@@ -41,3 +41,28 @@ def test_wrong_type_names_key(tmp_path):
 def test_unknown_override_key():
     with pytest.raises(ConfigError, match="unknown configuration key 'search.nope'"):
         RunConfig().with_overrides({"search.nope": 1})
+
+
+def test_a_deployment_sweep_sends_its_config_files_contents_not_its_path(tmp_path):
+    """A sweep on a deployment sends the config file's contents (``config_data``): the pool's
+    workers need not see the sweep machine's files (tests/test_many_machines.py runs it on a pool
+    with no shared disk). In this process the path goes, as before; ``resolve_config`` reads either,
+    never both."""
+    from flows._sweep_deployment import run_config_source
+    from flows.run_config import resolve_config
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("sandbox:\n  exec_timeout: 19\nsearch:\n  steps_per_epoch: 4\n")
+    assert run_config_source(None, "two-phase-evo/default") == {}
+    assert run_config_source(str(path), None) == {"config_path": str(path.resolve())}
+    sent = run_config_source(str(path), "two-phase-evo/default")
+    assert sent == {"config_data": {"sandbox": {"exec_timeout": 19}, "search": {"steps_per_epoch": 4}}}
+    path.unlink()  # what a worker on another machine sees of the file: nothing
+    config, _ = resolve_config(**sent, max_steps=6)
+    assert (config.sandbox.exec_timeout, config.search.steps_per_epoch, config.search.max_steps) == (19, 4, 6)
+    with pytest.raises(ConfigError, match=r"config_data: unknown key 'search\.max_step'"):
+        resolve_config(config_data={"search": {"max_step": 3}})
+    with pytest.raises(ConfigError, match="not both"):
+        resolve_config(str(path), config_data={})
+    with pytest.raises(ConfigError, match=r"sweep\.yaml: cannot read config file"):
+        run_config_source(str(path), "two-phase-evo/default")

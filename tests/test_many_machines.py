@@ -17,9 +17,9 @@ deployments of prefect.yaml). Beside every test, from the first to the last:
 
 The tests, one ordinary bad day each:
 
-- ``swarm-evo sweep --deployment default --store s3://…`` runs 2 competitions × 2 seeds × 6 steps
-  (120 s each at most) on the workers; machine 1 freezes (SIGSTOP of its flow-run processes) in
-  the middle of a run: the automation of ``swarm-evo pool setup`` declares it dead, the sweep
+- ``swarm-evo sweep --deployment default --store s3://… --config F`` runs 2 competitions × 2 seeds ×
+  6 steps (120 s each at most) on the workers, which do not see F (its contents travel with the
+  runs); machine 1 freezes (SIGSTOP of its flow-run processes) in the middle of a run: the automation of ``swarm-evo pool setup`` declares it dead, the sweep
   resumes it from the store on another worker, and when the resumed copy has moved on, machine 1
   thaws (SIGCONT): it learns it was superseded, uploads nothing more and stops; the store's
   journal is one history (item 2); machine 2 dies (SIGKILL of the worker and its runs): its run
@@ -77,6 +77,7 @@ LONG_RUN = 300  # s: the slow model's deployment run (Prefect's default heartbea
 SLOW_LATENCY = 20.0  # s per reply of the slow model: a dozen steps in the 5 minutes, the run idle in between
 SLOW_QUEUE = "slow-model"  # the work queue of the slow model's run: machine 3 takes nothing else
 FOREIGN_SECONDS = 100  # another team's flow: longer than 2 intervals after its first heartbeat
+SWEEP_EXEC_TIMEOUT = 45  # s: the sweep's --config (a file only the sweep's machine sees) sets it for every run
 RESTART_STEPS = 3
 RESTART_ARGS = ["--problems", "circle-packing", "--max-steps", str(RESTART_STEPS), "--time-limit", "60",
                 "--parallel-workers", "1", "--model", "offline", "--poll", "1"]
@@ -130,9 +131,8 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
         foreign_env = {k: v for k, v in pg_server["env"].items() if not k.startswith("PREFECT_FLOWS_HEARTBEAT")}
         foreign = subprocess.Popen([sys.executable, "-c", FOREIGN_FLOW, str(FOREIGN_SECONDS)], env=foreign_env,
                                    cwd=tmp, stdout=(tmp / "foreign.log").open("w"), stderr=subprocess.STDOUT)
-        config = tmp / "slow-model.yaml"
-        config.write_text(yaml.safe_dump({"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1},
-                                          "sandbox": {"exec_timeout": 19}}))  # quick-tier programs (runner.py)
+        slow_config = {"model": {"api_base": model.openai_base, "timeout": 60, "num_retries": 1},
+                       "sandbox": {"exec_timeout": 19}}  # quick-tier programs (tests/llm_server/runner.py)
         cache = tmp / "machine-3-cache"
         cache.mkdir()
         worker_env = dict(env, PREFECT_HOME=str(tmp / "machine-3-home"), XDG_CACHE_HOME=str(cache),
@@ -141,7 +141,7 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
                                  tmp / "machine-3.log", queue=SLOW_QUEUE)
         workers.append(machine_3)
         long_run = asyncio.run(_start_deployment_run(pg_server, dict(
-            competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_path=str(config),
+            competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_data=slow_config,
             max_steps=200, time_limit=LONG_RUN, parallel_workers=1), "slow-model-run", SLOW_QUEUE))
         long_started = time.monotonic()
         long_pid = _wait(lambda: next((p.pid for p in flow_processes(machine_3)
@@ -207,13 +207,17 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
     try:
         scratch = ROOT / "runs"  # runs of a store sweep work in runs/sweeps/... under the flow's directory
         cache, out = tmp_path / "cache", tmp_path / "out"
-        for folder in (scratch, cache, out):
+        sweep_machine = tmp_path / "sweep-machine"  # the sweep's own files (its --config): no worker sees them
+        for folder in (scratch, cache, out, sweep_machine):
             folder.mkdir(parents=True, exist_ok=True)
+        sweep_config = sweep_machine / "sweep.yaml"
+        sweep_config.write_text(yaml.safe_dump({"sandbox": {"exec_timeout": SWEEP_EXEC_TIMEOUT}}))
 
         def worker(name: str, limit: int = 1) -> subprocess.Popen:
             worker_env = dict(env, PREFECT_HOME=str(tmp_path / f"{name}-home"), XDG_CACHE_HOME=str(cache),
                               PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="1")
-            workers[name] = start_worker(name, worker_env, [scratch, cache, out], tmp_path / f"{name}.log", limit)
+            workers[name] = start_worker(name, worker_env, [scratch, cache, out, sweep_machine],
+                                         tmp_path / f"{name}.log", limit)
             return workers[name]
 
         for name in ("machine-1", "machine-2"):
@@ -230,7 +234,7 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
                 [sys.executable, "-m", "swarm_evo.cli", "sweep", "--deployment", "default", "--store", store,
                  "--competitions", ",".join(COMPETITIONS), "--seeds", "2", "--max-steps", str(STEPS),
                  "--time-limit", str(TIME_LIMIT), "--data-dir", str(data), "--out", str(out), "--poll", "1",
-                 "--parallel-runs", "4", "--parallel-workers", "1"],
+                 "--parallel-runs", "4", "--parallel-workers", "1", "--config", str(sweep_config)],
                 env=dict(env, PREFECT_HOME=str(tmp_path / "sweep-home")), cwd=tmp_path, stdout=fh,
                 stderr=subprocess.STDOUT)
         sweep_started = time.monotonic()
@@ -318,8 +322,11 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
             sweep_store.run(name).path("submission/submission.csv"))
         assert {k: v for k, v in row.items() if k in grade and k != "submission_path"} == {
             k: v for k, v in grade.items() if k != "submission_path"}
-        nodes = _store_json(fs, sweep_store.run(name).path("journal.json"))["nodes"]
+        journal = _store_json(fs, sweep_store.run(name).path("journal.json"))
+        nodes = journal["nodes"]
         assert [n["step"] for n in nodes] == list(range(1, STEPS + 1)), (name, len(nodes))
+        # the sweep's --config reached a worker that cannot see the file (its contents travel: config_data)
+        assert journal["info"]["config"]["sandbox"]["exec_timeout"] == SWEEP_EXEC_TIMEOUT, journal["info"]["config"]
         assert len({n["id"] for n in nodes}) == STEPS  # none doubled
         for node in nodes:
             assert fs.exists(sweep_store.run(name).path(f"nodes/{node['id']}/solution.py"))
