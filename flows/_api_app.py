@@ -52,8 +52,13 @@ def _one_connection_for_sqlite() -> None:
 
 def create_app() -> FastAPI:
     """Prefect's server app (``prefect.server.api.server.create_app``, its settings from the
-    environment as ``SubprocessASGIServer`` passes them), SQLite through one connection."""
-    _one_connection_for_sqlite()
-    from prefect.server.api.server import create_app as prefect_app
+    environment as ``SubprocessASGIServer`` passes them), SQLite through one connection. The
+    server's modules load with the garbage collector off and are then frozen
+    (``swarm_evo/run/heap.py``): the server process serves for the whole run."""
+    from swarm_evo.run import heap
 
-    return prefect_app()
+    with heap.loading():
+        _one_connection_for_sqlite()
+        from prefect.server.api.server import create_app as prefect_app
+
+        return prefect_app()

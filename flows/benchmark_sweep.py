@@ -42,6 +42,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
 from flows._heartbeat_guard import heartbeats_guarded
+from flows._process_heap import heap_settled
 from flows._sweep_deployment import (
     DEFAULT_START_TIMEOUT,
     DeploymentSweep,
@@ -112,6 +113,7 @@ def publish_summary(rows: list[dict], out_dir: str) -> dict:
 
 @flow(name=FLOW_NAME, log_prints=True)
 @heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
+@heap_settled  # in its own flow-run process: the import-time heap frozen (flows/_process_heap.py)
 def benchmark_sweep(
     competitions: list[str] | None = None,
     seeds: int | list[int] = 1,

@@ -32,6 +32,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows._heartbeat_guard import heartbeats_guarded
+from flows._process_heap import heap_settled
 
 
 FLOW_NAME = "evaluate-program"
@@ -188,6 +189,7 @@ def artifact_key(problem_name: str) -> str:
 
 @flow(name=FLOW_NAME, persist_result=True, result_serializer="json", log_prints=True)
 @heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
+@heap_settled  # in its own flow-run process: the import-time heap frozen (flows/_process_heap.py)
 def evaluate_program(
     problem: str,
     program_path: str | None = None,

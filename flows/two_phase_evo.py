@@ -19,6 +19,7 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from flows._heartbeat_guard import heartbeats_guarded
+from flows._process_heap import heap_settled
 from flows._subflow import subflow_context
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
@@ -67,6 +68,7 @@ def record_policy(journal, policy: str) -> str:
 
 @flow(name="two-phase-evo", log_prints=True, persist_result=True, result_serializer="json")
 @heartbeats_guarded  # never declared dead while alive (flows/_heartbeat_guard.py)
+@heap_settled  # in its own flow-run process: the import-time heap frozen (flows/_process_heap.py)
 def two_phase_evo(
     competition_id: str | None = None,
     data_dir: str | None = None,

@@ -44,27 +44,25 @@ def _programs_run_in_the_project_interpreter(tmp_path_factory):
     patch.undo()
 
 
-SESSION_API_DATABASE = "sqlite+aiosqlite:///:memory:"
-"""The session API's database: SQLite in the server's memory, which Prefect serves through one
-pooled connection (``prefect.server.database.configurations``: ``:memory:`` URLs get
-``pool_size=1``). On ``prefect_test_harness``'s file database, concurrent writers (two runs of a
-sweep, a run's subflows beside the server's event and task-run services) failed with "database is
-locked"; the server answers those 503 and Prefect's client backs off 2, 4, 8, 16 s, which
-stretched single tests from 33 s to 216 s. One connection serialises the writes instead."""
-
-
 @contextlib.contextmanager
-def session_api(database_url: str = SESSION_API_DATABASE):
-    """A real Prefect API server subprocess on ``database_url`` for the block: what
-    ``prefect_test_harness`` does (server subprocess, ``PREFECT_API_URL`` pointed at it, the log
-    and event workers drained before it stops), with the database as a parameter."""
+def session_api(database: Path):
+    """A real Prefect API server subprocess for the block, the one a ``swarm-evo run`` starts
+    (``flows._api_server.LocalAPIServer``: Prefect's app with its SQLite file ``database`` served
+    through one connection, the file copied from the migrated template instead of migrated again),
+    and what ``prefect_test_harness`` does around it: ``PREFECT_API_URL`` pointed at it, the log
+    and event workers drained before it stops. On ``prefect_test_harness``'s own server (a pool
+    of connections to one file) concurrent writers (two runs of a sweep, a run's subflows beside
+    the server's event and task-run services) failed with "database is locked"; the server
+    answers those 503 and Prefect's client backs off 2, 4, 8, 16 s, which stretched single tests
+    from 33 s to 216 s (flows/_api_app.py)."""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
-    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
 
-    with temporary_settings({PREFECT_SERVER_DATABASE_CONNECTION_URL: database_url}):
-        server = SubprocessASGIServer()  # a free port; the process's default server while it runs
+    from flows._api_server import LocalAPIServer
+
+    with temporary_settings({PREFECT_SERVER_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{database}"}):
+        server = LocalAPIServer()  # a free port
         server.start(timeout=120)
         try:
             with temporary_settings({PREFECT_API_URL: server.api_url}):
@@ -76,12 +74,12 @@ def session_api(database_url: str = SESSION_API_DATABASE):
 
 
 @pytest.fixture(scope="session")
-def prefect_server():
+def prefect_server(tmp_path_factory):
     """A real Prefect API for the session (:func:`session_api`), heartbeats off (they add ≈1 s per
     subflow and only matter for crash detection in production)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    with session_api():
+    with session_api(tmp_path_factory.mktemp("session-api") / "prefect.db"):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             yield
 

@@ -75,6 +75,18 @@ def test_a_preloaded_program_sees_what_a_new_interpreter_sees(tmp_path, public_d
     assert len({world["random"] for world in seen.values()}) == 3, "each fork draws its own seed"
 
 
+def test_a_preloaded_program_collects_its_garbage_without_walking_the_preloaded_modules(tmp_path, public_dir):
+    """The server freezes what its imports made before it forks (gc.freeze, swarm_evo/run/heap.py):
+    the program's collector is on, and the pre-imported modules are in the permanent generation
+    that its collections never visit; a new interpreter has nothing frozen."""
+    code = "import gc, json, numpy\nprint(json.dumps([gc.isenabled(), gc.get_freeze_count()]))\n"
+    execed, forked = (_run(code, tmp_path / name, public_dir, preload) for name, preload in
+                      (("exec", ()), ("preloaded", DEFAULT_PRELOAD)))
+    assert execed.exit_code == 0 and json.loads(execed.stdout) == [True, 0], execed.stderr
+    enabled, frozen = json.loads(forked.stdout)
+    assert enabled is True and frozen > 50_000, (enabled, frozen)  # numpy, pandas, scikit-learn's objects
+
+
 @pytest.mark.parametrize("case", sorted(FAILURES))
 def test_exit_status_output_and_traceback_are_the_interpreters(tmp_path, public_dir, case):
     code, expected = FAILURES[case]

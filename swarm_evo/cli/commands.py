@@ -39,6 +39,7 @@ from swarm_evo.cli.store_option import (
     store_data_dir,
     store_source,
 )
+from swarm_evo.run import heap
 
 EXIT_BAD_INPUT = 2
 
@@ -227,7 +228,9 @@ def _preflight(config, api_key, competition_id, problem, data_dir, run_dir):
     return objective
 
 
-def _run(args) -> int:
+def _run(args):
+    """Everything ``swarm-evo run`` does before its flow: the exit code of bad input, or the
+    flow call (a callable) once the config, the preflight and the Prefect API are ready."""
     _start_flow()
     from flows.run_config import resolve_config
 
@@ -265,7 +268,7 @@ def _run(args) -> int:
     # model costs one timeout there) and the Prefect API's start-up come out of it.
     startup = time.monotonic() - args.started
     overrides["time_limit"] = max(1.0, config.search.time_limit - startup)
-    return _flow_outcome(lambda: two_phase_evo(
+    return lambda: two_phase_evo(
         competition_id=args.competition_id,
         problem=args.problem,
         data_dir=str(args.data_dir) if args.data_dir else None,
@@ -274,7 +277,7 @@ def _run(args) -> int:
         llm_block=args.llm_block,
         sandbox_block=args.sandbox_block,
         **overrides,
-    ))
+    )
 
 
 def _flow_outcome(run) -> int:
@@ -290,7 +293,8 @@ def _flow_outcome(run) -> int:
     return print_summary(summary)
 
 
-def _resume(args) -> int:
+def _resume(args):
+    """Everything ``swarm-evo resume`` does before its flow; returns the flow call (a callable)."""
     from swarm_evo.run.resume import read_run_info
     from swarm_evo.store import StoreError, resolve_run
     from swarm_evo.store.location import redact_url
@@ -322,8 +326,8 @@ def _resume(args) -> int:
     from flows.two_phase_evo import two_phase_evo
 
     start_ephemeral_api()
-    return _flow_outcome(lambda: two_phase_evo(resume=str(run_dir), llm_block=args.llm_block,
-                                               sandbox_block=args.sandbox_block, **overrides))
+    return lambda: two_phase_evo(resume=str(run_dir), llm_block=args.llm_block,
+                                 sandbox_block=args.sandbox_block, **overrides)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -352,7 +356,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_sweep(args)
     try:
         handler = {"prepare": _prepare, "run": _run, "resume": _resume, "grade": _grade}[args.command]
-        return handler(args)
+        with heap.loading():  # imports and checks: then the heap they leave is frozen (swarm_evo/run/heap.py)
+            outcome = handler(args)  # an exit code, or the flow to run (run, resume)
+        return outcome if isinstance(outcome, int) else _flow_outcome(outcome)
     except Exception as exc:
         if _is_bad_input(exc):
             return _fail(str(exc))

@@ -302,12 +302,15 @@ def run_sweep(args) -> int:
         competitions, problems, seeds, policies = _check(args)
     except bad_input as exc:
         return _fail(str(exc))
-    from flows._ephemeral import start_ephemeral_api
-    from flows.benchmark_sweep import benchmark_sweep
+    from swarm_evo.run import heap
 
+    with heap.loading():  # the imports: then the heap they leave is frozen (swarm_evo/run/heap.py)
+        from flows._ephemeral import start_ephemeral_api
+        from flows.benchmark_sweep import benchmark_sweep
+
+        start_ephemeral_api()
     out_dir = args.out
     problem_data = _problem_data_dir(args)
-    start_ephemeral_api()
     try:
         summary = benchmark_sweep(
             competitions=competitions or None, problems=problems or None,

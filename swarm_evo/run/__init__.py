@@ -5,7 +5,8 @@ window, and what a model call is given (prompt variables, the offline model's co
 
 - :mod:`~swarm_evo.run.session`, :mod:`~swarm_evo.run.budget`, :mod:`~swarm_evo.run.resume`,
   :mod:`~swarm_evo.run.prompt_budget`, :mod:`~swarm_evo.run.model_context`, :mod:`~swarm_evo.run.preflight`
-  (the sandbox probe and the model calls before the first step).
+  (the sandbox probe and the model calls before the first step), :mod:`~swarm_evo.run.heap` (the
+  garbage collector of a long-lived run process).
 
 May import: sandbox, config, operators, population, store, prompting, llm, learning, search, objective.
 """

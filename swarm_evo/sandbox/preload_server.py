@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import gc
 import importlib.util
 import json
 import os
@@ -226,12 +227,18 @@ def main(argv: list[str]) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # not the programs' path
     missing = []
+    # The collector off while the modules load, then everything they made frozen (swarm_evo/run/heap.py):
+    # a forked program's collections never walk the pre-imported modules, nor write to their pages.
+    gc.disable()
     for name in argv[2:]:
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - the interpreter lacks it: programs import it themselves
             missing.append(name)
     supervisor = _load_supervisor()
+    gc.collect()
+    gc.freeze()
+    gc.enable()
     supervisor.in_process_runner = run_program
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's Ctrl-C reaches its own process group only
     sock.send(json.dumps({"ready": True, "pid": os.getpid(), "vm_data": _vm_data(), "missing": missing}).encode())
