@@ -193,6 +193,15 @@ API, the Docker engine, the stand-in model server or the program environment's l
 a case whose backend parameter is ``"docker"`` (it asks for ``docker_client`` when it runs)."""
 
 
+def pytest_collection_finish(session):
+    """Everything the imports and the collection made (Prefect, litellm, pandas, scikit-learn, the
+    test modules) is frozen, as a ``swarm-evo`` command freezes what its imports made
+    (swarm_evo/run/heap.py): the collections of the tests that follow never walk it."""
+    from swarm_evo.run import heap
+
+    heap.settle()
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Marks ``slow`` every test that uses a :data:`SLOW_FIXTURES` fixture (others carry the mark

@@ -1,6 +1,7 @@
 """The garbage collector of long-lived processes (swarm_evo/run/heap.py, flows/_process_heap.py):
 off while a command loads, then the heap frozen; a flow run freezes only in the process a worker
-started for it."""
+started for it. (The suite's own processes freeze their heap after collection, tests/conftest.py:
+the counts here are what is added to it.)"""
 
 from __future__ import annotations
 
@@ -13,35 +14,36 @@ from swarm_evo.run import heap
 
 
 @pytest.fixture()
-def fresh_gc(monkeypatch):
-    """Nothing frozen, the collector on; both restored after the test."""
+def collector(monkeypatch):
+    """The collector on for the test and as it was after; no flow-run id in the environment."""
     enabled = gc.isenabled()
-    gc.unfreeze()
     gc.enable()
     monkeypatch.delenv("PREFECT__FLOW_RUN_ID", raising=False)
     yield
-    gc.unfreeze()
     (gc.enable if enabled else gc.disable)()
 
 
-def test_loading_turns_the_collector_off_then_freezes_what_the_block_left(fresh_gc):
+def test_loading_turns_the_collector_off_then_freezes_what_the_block_left(collector):
+    before = gc.get_freeze_count()
     with heap.loading():
         assert not gc.isenabled()
         kept = [[i] for i in range(10_000)]  # what an import leaves: it lives on
-    assert gc.isenabled() and gc.get_freeze_count() >= len(kept)
+    assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
 
 
-def test_loading_settles_when_the_block_raises_and_leaves_an_off_collector_off(fresh_gc):
+def test_loading_settles_when_the_block_raises_and_leaves_an_off_collector_off(collector):
+    before = gc.get_freeze_count()
     with pytest.raises(ValueError), heap.loading():
+        kept = [[i] for i in range(1000)]
         raise ValueError("bad input")
-    assert gc.isenabled() and gc.get_freeze_count() > 0
+    assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
     gc.disable()
     with heap.loading():
         pass
     assert not gc.isenabled()
 
 
-def test_a_flow_run_settles_only_in_the_process_started_for_it(prefect_server, fresh_gc):
+def test_a_flow_run_settles_only_in_the_process_started_for_it(prefect_server, collector):
     from prefect import flow
     from prefect.context import FlowRunContext
 
@@ -53,15 +55,18 @@ def test_a_flow_run_settles_only_in_the_process_started_for_it(prefect_server, f
         return gc.get_freeze_count()
 
     @flow
-    def started_by_a_worker() -> tuple[int, int]:
+    def started_by_a_worker() -> tuple[int, int, int]:
         # what a process worker does: the flow run's id in the environment of the process it starts
         os.environ["PREFECT__FLOW_RUN_ID"] = str(FlowRunContext.get().flow_run.id)
+        before = gc.get_freeze_count()
         subflow = run()  # a subflow is not the process's own flow run
-        settled = heap_settled(lambda: gc.get_freeze_count())()
-        return subflow, settled
+        return before, subflow, heap_settled(gc.get_freeze_count)()
 
-    assert run() == 0, "a flow called in a process that does other work (a test, a sweep) leaves its heap alone"
+    # the permanent generation's count moves by a few objects on its own (a frozen container that
+    # is untracked and tracked again); a settle adds what the flow runs made since the last one
+    before = gc.get_freeze_count()
+    assert abs(run() - before) < 500, "a flow called in a process that does other work (a test) leaves its heap alone"
     os.environ["PREFECT__FLOW_RUN_ID"] = "00000000-0000-0000-0000-000000000000"
-    assert run() == 0, "a process started for another flow run"
-    subflow, settled = started_by_a_worker()
-    assert subflow == 0 and settled > 10_000, (subflow, settled)  # Prefect's and the project's modules
+    assert abs(run() - before) < 500, "a process started for another flow run"
+    before, subflow, settled = started_by_a_worker()
+    assert abs(subflow - before) < 500 and settled - before > 2000, (before, subflow, settled)
