@@ -94,8 +94,8 @@ def start_worker(name: str, env: dict, private: list[Path], log: Path, limit: in
 
     hidden = [BUILT_PROGRAM_ENV] if BUILT_PROGRAM_ENV.is_dir() else []
     mounts = " && ".join(f"mount -t tmpfs -o size=512m tmpfs {p}" for p in [*private, *hidden])
-    command = (f"{mounts} && exec {Path(sys.executable).parent / 'prefect'} worker start --pool {POOL} "
-               f"--name {name} --limit {limit}" + (f" --work-queue {queue}" if queue else ""))
+    command = ((f"{mounts} && " if mounts else "") + f"exec {Path(sys.executable).parent / 'prefect'} worker start "
+               f"--pool {POOL} --name {name} --limit {limit}" + (f" --work-queue {queue}" if queue else ""))
     with log.open("w") as fh:
         return subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command], env=env,
                                 cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)

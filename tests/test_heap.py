@@ -60,7 +60,8 @@ def test_a_flow_run_settles_only_in_the_process_started_for_it(prefect_server, c
         os.environ["PREFECT__FLOW_RUN_ID"] = str(FlowRunContext.get().flow_run.id)
         before = gc.get_freeze_count()
         subflow = run()  # a subflow is not the process's own flow run
-        return before, subflow, heap_settled(gc.get_freeze_count)()
+        made = [[i] for i in range(10_000)]  # alive when the flow run settles: frozen with the rest
+        return before, subflow, heap_settled(gc.get_freeze_count)() - len(made)
 
     # the permanent generation's count moves by a few objects on its own (a frozen container that
     # is untracked and tracked again); a settle adds what the flow runs made since the last one
@@ -69,4 +70,4 @@ def test_a_flow_run_settles_only_in_the_process_started_for_it(prefect_server, c
     os.environ["PREFECT__FLOW_RUN_ID"] = "00000000-0000-0000-0000-000000000000"
     assert abs(run() - before) < 500, "a process started for another flow run"
     before, subflow, settled = started_by_a_worker()
-    assert abs(subflow - before) < 500 and settled - before > 2000, (before, subflow, settled)
+    assert abs(subflow - before) < 500 and settled > before - 500, (before, subflow, settled)  # the 10,000 frozen

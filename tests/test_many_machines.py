@@ -15,6 +15,10 @@ deployments of prefect.yaml). Beside every test, from the first to the last:
   module's last test). The other tests run while it lives: the pool tests share its setup and
   its wait (issue 40: "fold the slow cases into the existing end-to-end test").
 
+The scheduled sweep's deployment (prefect.yaml's cron schedule, the scheduler's runs) and a sweep
+whose worker shares the sweep's disk (no store) run on the same pool (issue 6's tests, folded here
+from a SQLite server of their own).
+
 The tests, one ordinary bad day each:
 
 - ``swarm-evo sweep --deployment default --store s3://… --config F`` runs 2 competitions × 2 seeds ×
@@ -42,7 +46,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psutil
@@ -345,6 +349,111 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
         assert Path(json.loads(line)["submission_path"]).is_file()
     print(f"frozen {frozen_run} (ended {thawed.state.name}: {thawed.state.message}), killed {killed_run} "
           f"(Crashed {crashed_after:.0f} s after the kill); sweep {sweep_seconds:.0f} s")
+
+
+# ------------------------------------------------- the scheduled sweep and a sweep on a shared disk (SPEC §12)
+
+
+def test_the_nightly_deployment_has_prefect_yamls_schedule_and_the_scheduler_made_its_runs(pool):
+    """``prefect deploy -n benchmark-sweep/nightly`` (the module's pool): read back through the API,
+    the deployment carries prefect.yaml's cron schedule, default parameters and work pool, and the
+    server's scheduler made Scheduled flow runs of it, one per night at 02:00 UTC, with those
+    parameters. Nothing runs them here (that needs the night). Was tests/test_sweep_schedule.py on
+    a server of its own (issue 6); folded onto the pool's server (issue 40: the suite's time)."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
+
+    spec = next(d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"] if d["name"] == "nightly")
+    (cron,) = [s["cron"] for s in spec["schedules"]]
+    with _client(pool) as client:
+        deployment = client.read_deployment_by_name("benchmark-sweep/nightly")
+
+        def scheduled():
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id])), limit=200)
+            runs = [r for r in runs if r.auto_scheduled]  # not the runs a test makes of it
+            return runs if len(runs) >= 3 else None
+        runs = _wait(scheduled, 90, "the scheduler's runs of benchmark-sweep/nightly")
+    assert deployment.work_pool_name == spec["work_pool"]["name"] == POOL
+    assert deployment.parameters == spec["parameters"]
+    (schedule,) = deployment.schedules
+    assert schedule.active and schedule.schedule.cron == cron == "0 2 * * *" and schedule.schedule.timezone == "UTC"
+    assert set(deployment.parameter_openapi_schema["properties"]) >= {
+        "competitions", "seeds", "policies", "model", "max_steps", "data_dir", "out_dir", "deployment"}
+    runs = sorted(runs, key=lambda r: r.expected_start_time)
+    now = datetime.now(timezone.utc)
+    starts = [r.expected_start_time.astimezone(timezone.utc) for r in runs]
+    assert now < starts[0] <= now + timedelta(days=1)
+    assert all((t.hour, t.minute, t.second) == (2, 0, 0) for t in starts)
+    assert all(b - a == timedelta(days=1) for a, b in zip(starts, starts[1:]))
+    for run in runs:
+        assert run.state.is_scheduled() and run.state.name == "Scheduled" and "auto-scheduled" in run.tags
+        assert run.created_by.type == "SCHEDULE" and run.created_by.id == schedule.id
+        assert run.parameters == spec["parameters"] and run.work_pool_name == POOL
+
+
+def test_a_sweep_on_a_shared_disk_sends_its_runs_to_the_pool(pool, tmp_path):
+    """``swarm-evo sweep --deployment default`` in this process, with no store: 2 runs as flow runs
+    of two-phase-evo/default, executed by a worker that shares this machine's disk (no private
+    folders), children of the sweep's flow run; each row is the run's own grade_report.json. Was
+    tests/test_sweep_schedule.py on a SQLite server of its own (issue 6)."""
+    import argparse
+
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+    )
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    from swarm_evo.cli.sweep_cli import add_sweep_parser, run_sweep
+    from swarm_evo.competition import prepare_competition
+    from swarm_evo.sweeps import sweep
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    prepare_competition("sklearn-diabetes", None, data)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 1, "phase1_target_nodes": 1, "parallel_workers": 1},
+                                      "model": {"fault_rate": 0.0}}))
+    env = dict(pool["env"], PREFECT_HOME=str(tmp_path / "worker-home"), PREFECT_WORKER_QUERY_SECONDS="1",
+               PREFECT_WORKER_PREFETCH_SECONDS="1")
+    worker_log = tmp_path / "worker.log"
+    worker = start_worker("shared-disk", env, [], worker_log)
+    try:
+        with _server_settings(pool):
+            parser = argparse.ArgumentParser(prog="swarm-evo")
+            add_sweep_parser(parser.add_subparsers(dest="command", required=True))
+            code = run_sweep(parser.parse_args([
+                "sweep", "--data-dir", str(data), "--competitions", "sklearn-diabetes", "--seeds", "2",
+                "--max-steps", "1", "--model", "offline", "--out", str(out), "--config", str(config),
+                "--deployment", "default", "--poll", "1"]))
+            assert code == 0, worker_log.read_text()[-3000:]
+            # the sweep ran in this process: its logs and events go to this server now, not at exit
+            APILogWorker.drain_all(timeout=10)
+            EventsWorker.drain_all(timeout=10)
+    finally:
+        kill_tree(worker)
+    with _client(pool) as client:  # the sweep's own flow run (no deployment: it ran here) and the runs
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["benchmark-sweep"])),
+                                     flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(is_null_=True)))
+        runs += client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["two-phase-evo"])), limit=200)
+    rows = [json.loads(line) for line in (out / sweep.REPORTS_FILE).read_text().splitlines()]
+    assert [(r["policy"], r["seed"]) for r in rows] == [("two_phase", 0), ("two_phase", 1)]
+    for row in rows:  # each row is the run's own grade_report.json, written by the worker's flow run
+        grade = json.loads((Path(row["run_dir"]) / "grade_report.json").read_text())
+        assert {k: v for k, v in row.items() if k not in sweep.ROW_EXTRA_FIELDS} == grade
+    summary = json.loads((out / sweep.SUMMARY_FILE).read_text())["sklearn-diabetes"]["two_phase"]
+    assert summary["runs"] == 2 and summary["valid_submissions"] == sum(r["valid_submission"] for r in rows)
+    (parent,) = [r for r in runs if r.parameters.get("out_dir") == str(out)]
+    children = [r for r in runs if r.parameters.get("run_dir", "").startswith(str(out / "runs"))]
+    assert parent.deployment_id is None and parent.state.is_completed()  # the sweep ran here
+    assert sorted(c.name for c in children) == ["sklearn-diabetes-two_phase-s0", "sklearn-diabetes-two_phase-s1"]
+    for child in children:  # run by the worker, linked to the sweep
+        assert child.deployment_id is not None and child.work_pool_name == POOL
+        assert child.state.is_completed() and child.parent_task_run_id is not None
+        assert child.parameters["run_dir"] == str(out / "runs" / child.name)
+    assert "sklearn-diabetes-two_phase-s0" in worker_log.read_text()
 
 
 # ------------------------------------------------------------------- the sweep outlives its driver (item 9)
