@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from startup_cpu import child_cpu  # benchmarks/ (the script's folder) is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,16 +39,6 @@ import sys
 from swarm_evo.cli.commands import main
 sys.exit(main(sys.argv[1:]))
 """
-
-
-def _cpu(argv: list[str], env: dict) -> float:
-    """CPU seconds (user + system) of the command and every child it waited for."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{argv[0]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -72,7 +63,7 @@ def main() -> int:
                 seconds = []
                 for n in range(args.repeats):
                     run_dir = Path(tmp) / f"run-{len(seconds)}-{mode.replace(' ', '')}-{n}-{abs(hash(python))}"
-                    seconds.append(_cpu([python, "-c", prelude + RUN, "run", "--competition-id", "sklearn-wine",
+                    seconds.append(child_cpu([python, "-c", prelude + RUN, "run", "--competition-id", "sklearn-wine",
                                          "--data-dir", str(data), "--max-steps", str(args.steps), "--parallel-workers",
                                          "2", "--run-dir", str(run_dir), "--python", python], env))
                 print(f"{python:50s} {mode:7s} {statistics.median(seconds):6.2f}  "
