@@ -120,19 +120,23 @@ def kill_tree(process: subprocess.Popen) -> list[int]:
     return [v.pid for v in victims]
 
 
-def deploy_default(env: dict, *more: str) -> None:
+def deploy_default(env: dict, *more: str) -> str:
     """``swarm-evo pool setup`` (pool + zombie automation) and ``prefect deploy -n two-phase-evo/default``
-    (and the deployments ``more`` names, e.g. ``benchmark-sweep/nightly``).
+    (and the deployments ``more`` names, e.g. ``benchmark-sweep/nightly``); returns what ``pool
+    setup`` printed (on a fresh server: the pool and the automation "created").
 
     Raises:
         RuntimeError: either command failed (its output in the message).
     """
     names = [arg for name in ("two-phase-evo/default", *more) for arg in ("-n", name)]
+    printed = []
     for args in ([sys.executable, "-m", "swarm_evo.cli", "pool", "setup", "--pool", POOL],
                  [str(Path(sys.executable).parent / "prefect"), "--no-prompt", "deploy", *names]):
         done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args[-4:])}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+        printed.append(done.stdout)
+    return printed[0]
 
 
 def flow_processes(worker: subprocess.Popen) -> list[psutil.Process]:

@@ -19,6 +19,12 @@ The scheduled sweep's deployment (prefect.yaml's cron schedule, the scheduler's 
 whose worker shares the sweep's disk (no store) run on the same pool (issue 6's tests, folded here
 from a SQLite server of their own).
 
+The server itself (issue 34, items 5-7; issue 42, item 3) is checked on the module's server too,
+while the slow model's run lives (the module waits for it anyway; these were
+tests/test_pool_server.py's own server): its script is idempotent, the API answers only with its
+credentials and no secret is ever on a command line, ``swarm-evo pool setup`` created the pool and
+the automation once, and the ``pool`` deployment's pull steps clone the pinned commit and install it.
+
 The tests, one ordinary bad day each:
 
 - ``swarm-evo sweep --deployment default --store s3://… --config F`` runs 2 competitions × 2 seeds ×
@@ -45,10 +51,13 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 import yaml
@@ -61,14 +70,15 @@ from pool_machines import (
     HEARTBEAT,
     POOL,
     ROOT,
+    SCRIPT,
     deploy_default,
     flow_processes,
     kill_tree,
+    prefect_pg_server,
     seen_by,
     signal_all,
     start_worker,
 )
-from test_pool_server import pg_server  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow  # a PostgreSQL server, a Prefect server, SeaweedFS, workers
 
@@ -99,13 +109,21 @@ def _wait(condition, timeout: float, what: str, poll: float = 0.5, logs=()):
 
 
 @pytest.fixture(scope="module")
-def pool(pg_server, tmp_path_factory):  # noqa: F811
+def pg_server():
+    """PostgreSQL and Prefect's server on it (tests/pool_machines.py::prefect_pg_server)."""
+    with prefect_pg_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def pool(pg_server, tmp_path_factory):
     """The pool the module's tests share: the server (PostgreSQL), SeaweedFS with both competitions
     prepared into ``{store}/data``, ``swarm-evo pool setup`` (the pool and the zombie automation),
     ``two-phase-evo/default`` and ``benchmark-sweep/nightly`` deployed from prefect.yaml; and
     what lives beside the tests: another team's flow, and the slow model's 5-minute deployment run
     on machine 3 (checked by the last test). ``{"env", "api_url", "tmp", "store", "data", "long_run",
-    "long_started", "foreign", "server"}``."""
+    "long_started", "foreign", "server", "setup_printed"}`` (``setup_printed``: what ``swarm-evo pool
+    setup`` printed on the fresh server)."""
     tmp = tmp_path_factory.mktemp("pool")
     seaweed = SeaweedFS(tmp / "seaweedfs", buckets=(BUCKET,)).start()
     patch = pytest.MonkeyPatch()
@@ -128,7 +146,7 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
         env = dict(pg_server["env"], **seaweed.env, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                    MKL_NUM_THREADS="1", OPENAI_API_KEY="stand-in-key")
         assert not any(k.startswith("PREFECT_FLOWS_HEARTBEAT") for k in env), "workers start as the docs say"
-        deploy_default(env, "benchmark-sweep/nightly")
+        setup_printed = deploy_default(env, "benchmark-sweep/nightly")
         (ROOT / "runs").mkdir(exist_ok=True)  # the workers' private scratch is mounted there
 
         # another team's flow on the same server, and a deployment run of ours against a slow model
@@ -154,7 +172,8 @@ def pool(pg_server, tmp_path_factory):  # noqa: F811
         assert psutil.Process(long_pid).environ().get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") == str(HEARTBEAT), \
             "the deployment's job variables carry the heartbeat frequency"
         yield {"env": env, "api_url": pg_server["api_url"], "tmp": tmp, "store": store, "data": data,
-               "long_run": long_run, "long_started": long_started, "foreign": foreign, "server": pg_server}
+               "long_run": long_run, "long_started": long_started, "foreign": foreign, "server": pg_server,
+               "setup_printed": setup_printed}
     finally:
         for process in workers:
             kill_tree(process)
@@ -604,6 +623,179 @@ def test_a_crashed_scheduled_sweep_is_restarted_and_goes_on(pool):
     (row,) = map(json.loads, location.fs.cat_file(location.path("problem_reports.jsonl")).decode().splitlines())
     assert row["valid"] and row["error"] is None and row["resumes"] == 1, row
     assert _nodes(store, sweep_name, s0) == RESTART_STEPS
+
+
+# ----------------------------------------- the server itself (issue 34, items 5-7; issue 42, item 3)
+# While the slow model's run lives: the module waits for it anyway.
+
+
+def _swarm_evo(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "swarm_evo.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+async def _automations(server: dict, name: str):
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(server["api_url"], auth_string=server["env"]["PREFECT_API_AUTH_STRING"]) as client:
+        return await client.read_automations_by_name(name), await client.read_work_pools()
+
+
+def test_server_runs_on_postgresql_and_its_script_is_idempotent(pool):
+    pg_server = pool["server"]  # the module's server: PostgreSQL and Prefect's server on it
+    again = subprocess.run(["bash", str(SCRIPT), "--postgres-only"], env=pg_server["env"], capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "creating" not in again.stdout and "created" not in again.stdout, again.stdout  # found, not remade
+    assert "postgresql+asyncpg://prefect:" in again.stdout
+    out = (pg_server["dir"] / "server.out").read_text()
+    assert f"PREFECT_API_URL={pg_server['api_url']}" in out
+    assert (pg_server["dir"] / "postgres" / "PG_VERSION").is_file()
+    assert oct((pg_server["dir"] / "prefect-password").stat().st_mode & 0o777) == "0o600"
+    user, _, password = pg_server["env"]["PREFECT_API_AUTH_STRING"].partition(":")
+    assert httpx.get(f"{pg_server['api_url']}/admin/version", auth=(user, password), timeout=10).status_code == 200
+
+
+def _cmdlines_with(secrets: list[str]) -> list[str]:
+    """Command lines of every process now (``/proc/*/cmdline``) that hold one of ``secrets``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found += [text for secret in secrets if secret in text]
+    return found
+
+
+def test_the_server_answers_only_with_its_credentials_and_no_secret_is_on_a_command_line(pool):
+    """Issue 42, item 3: the API refuses requests without the generated credentials (health and
+    readiness probes aside); the credentials and the database password sit in mode-600 files and
+    never on a command line (``/proc/*/cmdline``, watched while the script sets the role's password
+    again and while the server runs); a client with PREFECT_API_AUTH_STRING works, one without fails."""
+    pg_server = pool["server"]  # the module's server: PostgreSQL and Prefect's server on it
+    api, env, state = pg_server["api_url"], pg_server["env"], pg_server["dir"]
+    auth = (state / "prefect-api-auth").read_text().strip()
+    password = (state / "prefect-password").read_text().strip()
+    assert env["PREFECT_API_AUTH_STRING"] == auth and auth.startswith("swarm-evo:") and len(auth) > 40
+    for name in ("prefect-api-auth", "prefect-password"):
+        assert oct((state / name).stat().st_mode & 0o777) == "0o600", name
+    user, _, secret = auth.partition(":")
+    assert httpx.get(f"{api}/health", timeout=10).status_code == 200  # probes stay open
+    assert httpx.get(f"{api}/admin/version", timeout=10).status_code == 401
+    assert httpx.post(f"{api}/flow_runs/filter", json={}, timeout=10).status_code == 401
+    assert httpx.post(f"{api}/block_documents/filter", json={"include_secrets": True}, timeout=10).status_code == 401
+    assert httpx.get(f"{api}/admin/version", auth=(user, "wrong"), timeout=10).status_code == 401
+    assert httpx.get(f"{api}/admin/version", auth=(user, secret), timeout=10).status_code == 200
+    prefect = str(Path(sys.executable).parent / "prefect")
+    without = {k: v for k, v in env.items() if k != "PREFECT_API_AUTH_STRING"}
+    refused = subprocess.run([prefect, "work-pool", "ls"], env=without, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    allowed = subprocess.run([prefect, "work-pool", "ls"], env=env, capture_output=True, text=True, timeout=120)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.extend(_cmdlines_with([auth, secret, password]))
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:  # the role's password is set again (ALTER ROLE through psql) every time the script runs
+        again = subprocess.run(["bash", str(SCRIPT), "--postgres-only"], env=env, capture_output=True, text=True,
+                               timeout=60)
+    finally:
+        done.set()
+        watcher.join()
+    assert again.returncode == 0, again.stderr
+    assert not seen and not _cmdlines_with([auth, secret, password]), f"a secret on a command line: {seen[:3]}"
+    out = (state / "server.out").read_text()
+    assert secret not in out and password not in out
+    assert f'export PREFECT_API_AUTH_STRING="$(cat {state / "prefect-api-auth"})"' in out
+
+
+def test_pool_setup_creates_the_pool_and_the_automation_once(pool):
+    """``swarm-evo pool setup`` on the fresh server (the fixture's, before any worker) created the
+    pool and the zombie automation; again, both already exist and nothing is made twice; a
+    different type for the same pool is bad input (exit 2, one line)."""
+    from flows.pool_setup import AUTOMATION_NAME, FINAL_EVENTS, HEARTBEAT_EVENT
+
+    pg_server, first = pool["server"], pool["setup_printed"]
+    assert f"work pool {POOL} (process): created" in first
+    assert "Crashed): created" in first
+    # the deployments carry their heartbeat frequency: a worker needs no variable for it (issue 40, item 1)
+    assert (f"PREFECT_API_URL={pg_server['api_url']} PREFECT_API_AUTH_STRING=\"$(cat prefect-api-auth)\" "
+            f"prefect worker start --pool {POOL}") in first
+    assert pg_server["env"]["PREFECT_API_AUTH_STRING"] not in first, "the credentials are never printed"
+    second = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", POOL)
+    assert second.returncode == 0, second.stderr
+    assert f"work pool {POOL} (process): already exists" in second.stdout
+    assert "Crashed): already exists" in second.stdout
+    automations, pools = asyncio.run(_automations(pg_server, AUTOMATION_NAME))
+    assert len(automations) == 1 and [p.name for p in pools].count(POOL) == 1
+    trigger = automations[0].trigger
+    assert trigger.posture == "Proactive" and trigger.after == {HEARTBEAT_EVENT}
+    assert trigger.expect == {HEARTBEAT_EVENT, *FINAL_EVENTS}
+    assert trigger.for_each == {"prefect.resource.id"} and trigger.threshold == 1
+    # this project's flow runs only, never the rest of the server (issue 40, item 1)
+    assert trigger.match_related.root == {"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.swarm-evo"}
+    assert trigger.within.total_seconds() == 2 * HEARTBEAT
+    assert [(a.type, a.state.value) for a in automations[0].actions] == [("change-flow-run-state", "CRASHED")]
+    # bad input: one line, exit 2
+    wrong_type = _swarm_evo(pg_server["env"], "pool", "setup", "--pool", POOL, "--type", "docker")
+    assert wrong_type.returncode == 2 and "exists with type process" in wrong_type.stderr
+    assert len(wrong_type.stderr.strip().splitlines()) == 1
+
+
+PULL = textwrap.dedent("""
+    import asyncio, json, os, sys
+    import yaml
+    from prefect.deployments.steps.core import run_steps
+    from prefect.utilities.templating import apply_values
+
+    config = yaml.safe_load(open(sys.argv[1]))
+    [deployment] = [d for d in config["deployments"] if d["name"] == "pool"]
+    steps = apply_values(deployment["pull"], dict(os.environ), remove_notset=False)  # what `prefect deploy` does
+    output = asyncio.run(run_steps(steps))  # what a worker's flow run does before importing the entrypoint
+    print(json.dumps({"directory": output["directory"], "steps": [next(iter(s)) for s in steps]}))
+""")
+
+
+def test_the_pool_deployment_clones_the_pinned_commit_and_installs_it(pool, tmp_path):
+    """The ``pool`` deployment's own pull steps (prefect.yaml), templated as ``prefect deploy`` does
+    and run by Prefect's ``run_steps`` in a fresh working directory: ``git_clone`` of a ``file://``
+    clone of this repository at the pinned commit (its HEAD; a later commit exists on its branch), then
+    ``pip_install_requirements`` installing the clone (into a ``PIP_TARGET`` directory, without
+    its dependencies, so that the test leaves the suite's environment alone)."""
+    pg_server = pool["server"]  # the module's server: PostgreSQL and Prefect's server on it
+    origin = tmp_path / "origin"
+    # a whole clone: from a shallow repository, git_clone's `clone --filter=blob:none --no-checkout` + `fetch
+    # origin SHA` hung (git 2.39, 300 s)
+    subprocess.run(["git", "clone", "-q", f"file://{ROOT}", str(origin)], check=True, timeout=120)
+    git = ["git", "-C", str(origin), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    pinned = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (origin / "LATER.txt").write_text("a later commit\n")
+    subprocess.run([*git, "add", "LATER.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "later"], check=True)
+
+    work, target = tmp_path / "flow-run", tmp_path / "site"
+    work.mkdir()
+    env = dict(pg_server["env"], SWARM_EVO_GIT_URL=f"file://{origin}", SWARM_EVO_GIT_COMMIT=pinned,
+               PIP_TARGET=str(target), PIP_NO_DEPS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("PYTHONPATH")
+    (tmp_path / "pull.py").write_text(PULL)
+    proc = subprocess.run([sys.executable, str(tmp_path / "pull.py"), str(ROOT / "prefect.yaml")], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["steps"] == ["prefect.deployments.steps.git_clone", "prefect.deployments.steps.pip_install_requirements"]
+    clone = work / out["directory"]
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    assert head.stdout.strip() == pinned
+    assert (clone / "flows" / "two_phase_evo.py").is_file() and not (clone / "LATER.txt").exists()
+    assert (target / "swarm_evo" / "__init__.py").is_file() and (target / "flows" / "two_phase_evo.py").is_file()
 
 
 def test_the_slow_models_five_minute_run_and_another_teams_flow_are_never_touched(pool):
