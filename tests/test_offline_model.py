@@ -369,3 +369,24 @@ def test_fix_restores_markers_and_required_lines(comps):
     syntax = _code(offline.respond(_ctx(comp, "fix", "fx2", code="def broken(:\n", errors=["SyntaxError"])).content)
     assert G.validate_genes(G.parse_genes(syntax))
     compile(syntax, "solution.py", "exec")
+
+
+def test_the_dataset_answer_is_kept_per_file_version_and_each_caller_gets_its_own_copy(tmp_path):
+    """infer_dataset keeps its answer for the same CTX facts and CSV files (every model call of a
+    run asks again): a caller mutating its copy changes nothing for the next; a train.csv written
+    again (a new modification time) is read again; other CTX facts are another answer."""
+    public = tmp_path / "public"
+    public.mkdir()
+    pd.DataFrame({"id": range(40), "x": range(40), "label": [i % 2 for i in range(40)]}).to_csv(public / "train.csv", index=False)
+    pd.DataFrame({"id": range(40, 50), "x": range(10)}).to_csv(public / "test.csv", index=False)
+    pd.DataFrame({"id": range(40, 50), "label": 0}).to_csv(public / "sample_submission.csv", index=False)
+    comp = {"public_dir": str(public), "grader_kind": "label"}
+    first = infer_dataset(comp)
+    first.drop_cols.append("x")
+    first.columns.clear()
+    again = infer_dataset(comp)
+    assert again.columns == ["id", "x", "label"] and "x" not in again.drop_cols and again.target_col == "label"
+    assert infer_dataset(dict(comp, grader_kind="regression")).task == "regression"  # other facts: another answer
+    pd.DataFrame({"id": range(40), "z": range(40), "label": [i % 2 for i in range(40)]}).to_csv(public / "train.csv", index=False)
+    os.utime(public / "train.csv", (time.time() + 5, time.time() + 5))  # a new version, whatever the clock's grain
+    assert infer_dataset(comp).columns == ["id", "z", "label"]

@@ -89,14 +89,15 @@ def _program(loci, stub: str | None = None, alpha: int = 1, beta: int = 2) -> st
     return "import numpy as np\n" + "".join(f"# [SECTION: {locus}]\n{body[locus]}" for locus in loci)
 
 
-def _append(session, **kw):
-    """Append a node as a step does (quality, experience record), without publishing files."""
+def _append(session, save: bool = True, **kw):
+    """Append a node as a step does (quality, experience record), without publishing files;
+    ``save=False`` leaves the journal file to the caller (``session.journal.save()``)."""
     from swarm_evo.learning.experience import record_for
     from swarm_evo.learning.quality import node_quality
 
     node = make_node(lower_is_better=session.objective.is_lower_better, **kw)
     node.metadata["quality"] = node_quality(session.journal, node)
-    session.journal.append(node)
+    session.journal.append(node, save=save)
     session.experience.add(record_for(node, node.metadata["quality"]))
     return node
 

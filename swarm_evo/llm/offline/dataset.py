@@ -20,6 +20,8 @@ sample submission's); the target is the sample submission's column. ``test.csv``
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -174,7 +176,39 @@ def infer_dataset(competition: dict, packages: dict | None = None) -> DatasetInf
 
     ``packages`` is the CTX's ``packages`` (what the sandbox has installed, name -> version);
     it decides e.g. whether image programs may add HOG features (``scikit-image``).
+
+    Every model call of a run asks again with the same CTX facts: the answer is kept per CTX
+    facts and modification times of the public CSV files (10-45 ms of pandas string work per
+    call on the test suite's sampled competitions, more on full ones); each caller gets its
+    own copy.
     """
+    public_dir = competition["public_dir"]
+    sample = competition.get("sample_submission") or os.path.join(public_dir, "sample_submission.csv")
+    stamps = tuple(_mtime(path) for path in (os.path.join(public_dir, "train.csv"),
+                                             os.path.join(public_dir, "test.csv"), sample))
+    key = (json.dumps([competition, packages or {}], sort_keys=True, default=str), stamps)
+    info = _KEPT.get(key)
+    if info is None:
+        info = _infer(competition, packages or {})
+        if len(_KEPT) >= _KEEP:
+            _KEPT.clear()
+        _KEPT[key] = info
+    return copy.deepcopy(info)
+
+
+_KEEP = 16
+_KEPT: dict[tuple, DatasetInfo] = {}  # infer_dataset's answers by CTX facts and file times
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return None
+
+
+def _infer(competition: dict, packages: dict) -> DatasetInfo:
+    """:func:`infer_dataset`'s work, uncached."""
     public_dir = competition["public_dir"]
     grader = competition.get("grader") or "accuracy"
     train = read_csv(os.path.join(public_dir, "train.csv"))
