@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -535,10 +536,18 @@ def _runs(pool, sweep_name: str) -> dict[str, list]:
     return found
 
 
-def _stored_run(store_url: str, sweep_name: str, run_name: str):
+@functools.lru_cache(maxsize=None)
+def _store(store_url: str):
+    """One store (one file system) per URL for the module's polls: ``open_store`` makes a new file
+    system each time, and a new S3 one builds a botocore session (≈ 0.1 s of CPU: its endpoint and
+    service JSON), twice a second per poll."""
     from swarm_evo.store import open_store
 
-    run = open_store(store_url).child("sweeps", sweep_name).run(run_name)
+    return open_store(store_url)
+
+
+def _stored_run(store_url: str, sweep_name: str, run_name: str):
+    run = _store(store_url).child("sweeps", sweep_name).run(run_name)
     run.fs.invalidate_cache()
     return run
 
