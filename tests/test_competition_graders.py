@@ -217,3 +217,21 @@ def test_check_format_structure_messages():
         g.check_format(pd.DataFrame({"id": [1, 2], "y": [0, 1]}), sample, "id", ["y"])
     with pytest.raises(InvalidSubmissionError, match=r"column 'y' has 1 missing \(NaN/empty\) value"):
         g.check_format(pd.DataFrame({"id": [1, 2, 3], "y": [0, None, 1]}), sample, "id", ["y"])
+
+
+def test_scikit_learn_is_imported_when_a_grader_first_scores_not_before():
+    """The competition package and the objectives import no scikit-learn (≈ 0.7 s of CPU with
+    SciPy): a process that grades nothing (a problem's run, ``swarm-evo pool setup``) never pays
+    it; a grader's first :attr:`~swarm_evo.competition.Grader.metric` imports it, and the
+    grader's metric is the ``sklearn.metrics`` function of its name."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nimport swarm_evo.competition as c, swarm_evo.objective.load\n"
+              "print('sklearn' in sys.modules, 'scipy' in sys.modules)\n"
+              "g = c.get_grader('multi-class-log-loss')\n"
+              "print(g.facts()['metric'], 'sklearn' in sys.modules)\n"
+              "print(g.metric.__module__, 'sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.splitlines() == ["False False", "log_loss False", "sklearn.metrics._classification True"]
+    assert get_grader("quadratic-weighted-kappa").metric is metrics.cohen_kappa_score

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedShuffleSplit
 
 from .hidden_layout import HiddenLayout, entry_id, hidden_layout, read_table, train_table
 from .model import Competition
@@ -110,6 +109,8 @@ def choose_hidden_rows(train: pd.DataFrame, layout: HiddenLayout, fraction: floa
     the label for classification (``ShuffleSplit`` when a class has fewer than 2 rows), else
     ``ShuffleSplit``.
     """
+    from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedShuffleSplit  # on use: module docstring of graders.py
+
     state = int(np.random.SeedSequence([int(seed), SEED_SALT, 0]).generate_state(1)[0])
     n_hidden = max(1, int(round(fraction * len(train))))
     index = np.arange(len(train))

@@ -29,8 +29,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import yaml
-from sklearn import datasets
-from sklearn.model_selection import train_test_split
 
 from .builtins import BUILTIN_COMPETITIONS, BuiltinSpec
 from .errors import CompetitionError
@@ -57,6 +55,8 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 def split(raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MLE-bench's split: ``train_test_split(raw, test_size=0.1, random_state=0)``."""
+    from sklearn.model_selection import train_test_split  # on use: module docstring of graders.py
+
     train, test = train_test_split(raw, test_size=TEST_SIZE, random_state=RANDOM_STATE)
     return train, test
 
@@ -88,6 +88,8 @@ def _house_prices(raw_dir: Path | None) -> Split:
 
 def _sklearn_recipe(spec: BuiltinSpec) -> Callable[[Path | None], Split]:
     def recipe(_raw_dir: Path | None) -> Split:
+        from sklearn import datasets
+
         loader = getattr(datasets, spec.sklearn_loader)
         kwargs = {"scaled": False} if spec.sklearn_loader == "load_diabetes" else {}
         bunch = loader(**kwargs)
@@ -150,6 +152,8 @@ def _prepare_images(spec: BuiltinSpec, public: Path, private: Path) -> None:
     The split is MLE-bench's (``train_test_split(..., test_size=0.1, random_state=0)`` on the
     rows ``id = 0..n-1``), so the test ids are those of the tabular ``sklearn-digits``.
     """
+    from sklearn import datasets
+
     bunch = getattr(datasets, spec.sklearn_images)()
     images = np.asarray(bunch.images)
     max_value = float(images.max()) or 1.0  # load_digits: 16
