@@ -89,6 +89,11 @@ TIME_LIMIT = 120  # s per run: the offline model sizes its programs to the quick
 # real model sizes them to the budget its prompt states; 6 steps take ≈ 30 s on a busy 2-core machine
 LONG_RUN = 300  # s: the slow model's deployment run (Prefect's default heartbeat, 180 s, would be ~65 s)
 SLOW_LATENCY = 20.0  # s per reply of the slow model: a dozen steps in the 5 minutes, the run idle in between
+# The slow run's time limit is LONG_RUN + SLOW_LATENCY: it ends by its limit, its last model call cut short,
+# and its clock starts after its process start and the model preflight (one reply); here it lived 332 s
+# from its creation with a 300 s limit, but CI once saw a run with a 280 s limit end 279.8 s after its
+# creation (the cause was not in the message then; the run's log tail is now). The module's other tests
+# outlast it, so the margin costs no wait.
 SLOW_QUEUE = "slow-model"  # the work queue of the slow model's run: machine 3 takes nothing else
 FOREIGN_SECONDS = 100  # another team's flow: longer than 2 intervals after its first heartbeat
 SWEEP_EXEC_TIMEOUT = 45  # s: the sweep's --config (a file only the sweep's machine sees) sets it for every run
@@ -164,7 +169,7 @@ def pool(pg_server, tmp_path_factory):
         workers.append(machine_3)
         long_run = asyncio.run(_start_deployment_run(pg_server, dict(
             competition_id="sklearn-wine", data_dir=data, model="openai/stand-in", config_data=slow_config,
-            max_steps=200, time_limit=LONG_RUN, parallel_workers=1), "slow-model-run", SLOW_QUEUE))
+            max_steps=200, time_limit=LONG_RUN + SLOW_LATENCY, parallel_workers=1), "slow-model-run", SLOW_QUEUE))
         long_started = time.monotonic()
         long_pid = _wait(lambda: next((p.pid for p in flow_processes(machine_3)
                                        if "PREFECT__FLOW_RUN_ID" in p.environ()), None), 120, "the slow run's process",
@@ -880,7 +885,8 @@ def test_the_slow_models_five_minute_run_and_another_teams_flow_are_never_touche
                                     None), LONG_RUN + 300, "the slow model's run to end", poll=2,
                        logs=[pool["tmp"] / "machine-3.log"])
     long_seconds = time.monotonic() - pool["long_started"]
-    assert long_state.type == StateType.COMPLETED and long_seconds >= LONG_RUN, (long_state, long_seconds)
+    assert long_state.type == StateType.COMPLETED and long_seconds >= LONG_RUN, \
+        (long_state, long_seconds, (pool["tmp"] / "machine-3.log").read_text(errors="replace")[-4000:])
     assert pool["foreign"].wait(timeout=120) == 0, (pool["tmp"] / "foreign.log").read_text()[-3000:]
     (theirs,) = [r for r in runs() if r.parameters == {"seconds": float(FOREIGN_SECONDS)}]
     assert theirs.state.is_completed(), theirs.state
