@@ -26,9 +26,9 @@ the automation once, and the ``pool`` deployment's pull steps clone the pinned c
 
 The tests, one ordinary bad day each:
 
-- ``swarm-evo sweep --deployment default --store s3://… --config F`` runs 2 competitions × 2 seeds ×
+- ``swarm-evo sweep --deployment default --store s3://… --config F`` runs 2 competitions × 1 seed ×
   6 steps (120 s each at most) on the workers, which do not see F (its contents travel with the
-  runs); machine 1 freezes (SIGSTOP of its flow-run processes) in the middle of a run: the automation of ``swarm-evo pool setup`` declares it dead, the sweep
+  runs), one run on each of machines 1 and 2; machine 1 freezes (SIGSTOP of its flow-run processes) in the middle of a run: the automation of ``swarm-evo pool setup`` declares it dead, the sweep
   resumes it from the store on another worker, and when the resumed copy has moved on, machine 1
   thaws (SIGCONT): it learns it was superseded, uploads nothing more and stops; the store's
   journal is one history (item 2); machine 2 dies (SIGKILL of the worker and its runs): its run
@@ -250,9 +250,8 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
                                          tmp_path / f"{name}.log", limit)
             return workers[name]
 
-        for name in ("machine-1", "machine-2"):
+        for name in ("machine-1", "machine-2"):  # one run each (limit 1); machine 4 comes later, for the resumes
             worker(name)
-        worker("machine-4", limit=2)
         time.sleep(3)
         probe = "nobody-else-sees-this"
         (seen_by(workers["machine-1"], scratch) / probe).write_text("1")  # machine 1's scratch is its own
@@ -262,9 +261,9 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
         with sweep_log.open("w") as fh:
             sweep = subprocess.Popen(
                 [sys.executable, "-m", "swarm_evo.cli", "sweep", "--deployment", "default", "--store", store,
-                 "--competitions", ",".join(COMPETITIONS), "--seeds", "2", "--max-steps", str(STEPS),
+                 "--competitions", ",".join(COMPETITIONS), "--seeds", "1", "--max-steps", str(STEPS),
                  "--time-limit", str(TIME_LIMIT), "--data-dir", str(data), "--out", str(out), "--poll", "1",
-                 "--parallel-runs", "4", "--parallel-workers", "1", "--config", str(sweep_config)],
+                 "--parallel-runs", "2", "--parallel-workers", "1", "--config", str(sweep_config)],
                 env=dict(env, PREFECT_HOME=str(tmp_path / "sweep-home")), cwd=tmp_path, stdout=fh,
                 stderr=subprocess.STDOUT)
         sweep_started = time.monotonic()
@@ -280,6 +279,7 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
         killed_run = _wait(lambda: _a_run_with_two_nodes(workers["machine-2"], scratch), 300, "a run on machine 2")
         killed_at = datetime.now(timezone.utc)
         assert kill_tree(workers.pop("machine-2"))
+        worker("machine-4", limit=2)  # where both victims resume (machine 1's frozen run still holds its slot)
 
         # the frozen run is resumed elsewhere; once the resumed copy has moved on, machine 1 thaws
         def moved_on():
@@ -341,7 +341,7 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
 
     # every row valid and read from the store; every run whole there, no node twice
     rows = [json.loads(line) for line in (out / "grading_reports.jsonl").read_text().splitlines()]
-    assert len(rows) == len(COMPETITIONS) * 2
+    assert len(rows) == len(COMPETITIONS) and {Path(r["run_dir"]).name for r in rows} == {frozen_run, killed_run}
     for row in rows:
         name = Path(row["run_dir"]).name
         assert row["valid_submission"] is True and row.get("error") is None, row
@@ -360,7 +360,7 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
         assert len({n["id"] for n in nodes}) == STEPS  # none doubled
         for node in nodes:
             assert fs.exists(sweep_store.run(name).path(f"nodes/{node['id']}/solution.py"))
-        assert row["resumes"] == (1 if name in (frozen_run, killed_run) else 0), (name, row["resumes"])
+        assert row["resumes"] == 1, (name, row["resumes"])  # each run is one of the two victims
     assert not list((ROOT / "runs" / "sweeps").glob(f"{out.name}*")), "a worker wrote to the sweep machine's disk"
     assert not list(out.glob("runs/*/journal.json")), "the sweep's machine holds reports only"
     for name in ("grading_reports.jsonl", "summary.json", "mlebench_submissions.jsonl",
@@ -368,7 +368,7 @@ def test_a_pool_survives_a_frozen_machine_and_a_dead_machine(pool, tmp_path):
         assert fs.cat_file(sweep_store.path(name)) == (out / name).read_bytes(), name
     known = [r for r in rows if r["competition_id"] == "spaceship-titanic"]
     report = json.loads((out / "mlebench_grading_report.json").read_text())  # MLE-bench's run-group report
-    assert report["total_runs"] == len(known) == 2
+    assert report["total_runs"] == len(known) == 1
     assert report["total_valid_submissions"] == sum(r["valid_submission"] for r in known)
     assert report["total_medals"] == sum(r["any_medal"] for r in known)
     for line in (out / "mlebench_submissions.jsonl").read_text().splitlines():  # `mlebench grade` input
