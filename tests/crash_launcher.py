@@ -41,9 +41,10 @@ def main() -> int:
             return seen[0] == nth
 
     if kind == "model":
-        import swarm_evo.llm.client as client
+        from swarm_evo.llm import import_litellm
 
-        real_completion = client.litellm.completion
+        litellm = import_litellm()  # the module the client calls (swarm_evo/llm/client.py)
+        real_completion = litellm.completion
 
         def completion(*args, **kwargs):
             reply = real_completion(*args, **kwargs)
@@ -51,7 +52,7 @@ def main() -> int:
                 _die()
             return reply
 
-        client.litellm.completion = completion
+        litellm.completion = completion
     elif kind == "exec":
         from swarm_evo.sandbox.local import LocalSandbox
 

@@ -26,7 +26,7 @@ from prefect import flow
 from swarm_evo.config import ConfigError, RunConfig, load_config
 from swarm_evo.llm import client, replies
 from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
-from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError
+from swarm_evo.llm.errors import GenerationError, transient_errors
 from swarm_evo.llm.offline import failures
 from swarm_evo.search.review import parse_metric
 
@@ -96,7 +96,7 @@ def test_transient_kinds_raise_real_litellm_errors(kind):
     cls, status = TRANSIENT[kind]
     with pytest.raises(cls) as info:
         failures.apply(failures.Injection(kind, "slot1:draft", 1), "swarm-evo", None)
-    assert info.value.status_code == status and isinstance(info.value, TRANSIENT_ERRORS)
+    assert info.value.status_code == status and isinstance(info.value, transient_errors())
     assert "injected failure on call slot1:draft" in str(info.value)
 
 
@@ -106,10 +106,10 @@ def test_transient_errors_are_timeouts_rate_limits_connection_errors_and_5xx():
                  litellm.APIConnectionError("c", **where), litellm.InternalServerError("i", **where),
                  litellm.BadGatewayError("b", **where), litellm.ServiceUnavailableError("u", **where)]
     assert [e.status_code for e in transient] == [408, 429, 500, 500, 502, 503]
-    assert all(isinstance(e, TRANSIENT_ERRORS) for e in transient)
+    assert all(isinstance(e, transient_errors()) for e in transient)
     permanent = [litellm.AuthenticationError("a", **where), litellm.BadRequestError("b", **where),
                  litellm.ContextWindowExceededError("w", **where), GenerationError("no code")]
-    assert not any(isinstance(e, TRANSIENT_ERRORS) for e in permanent)
+    assert not any(isinstance(e, transient_errors()) for e in permanent)
 
 
 def test_bad_reply_kinds():

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import litellm
 import pytest
 
 from swarm_evo.llm import client, review_completion
 from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
-from swarm_evo.llm.errors import TRANSIENT_ERRORS, GenerationError, ModelAccessError
+from swarm_evo.llm.errors import GenerationError, ModelAccessError, transient_errors
 from swarm_evo.llm.probe import check_model_access
 from swarm_evo.llm.replies import extract_code
 from swarm_evo.search.review import REVIEW_TOOL
@@ -44,28 +45,28 @@ def test_secret_key_never_in_repr():
 
 
 def test_complete_code_with_mock_response_records_usage(monkeypatch):
-    real = client.litellm.completion
+    real = litellm.completion
 
     def mocked(**kwargs):
         assert "metadata" not in kwargs, "structured context goes only to the offline model"
         assert kwargs["num_retries"] == 2 and kwargs["timeout"] == 600
         return real(mock_response="Plan.\n```python\nprint('hi')\n```", **kwargs)
 
-    monkeypatch.setattr(client.litellm, "completion", mocked)
+    monkeypatch.setattr(litellm, "completion", mocked)
     reply = client.complete_code(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "prompt", {"purpose": "draft"})
     assert reply.code == "print('hi')\n" and reply.plan == "Plan."
     assert reply.usage.calls == 1 and reply.usage.completion_tokens > 0
 
 
 def test_no_code_block_is_a_generation_error(monkeypatch):
-    real = client.litellm.completion
-    monkeypatch.setattr(client.litellm, "completion", lambda **kw: real(mock_response="sorry", **kw))
+    real = litellm.completion
+    monkeypatch.setattr(litellm, "completion", lambda **kw: real(mock_response="sorry", **kw))
     with pytest.raises(GenerationError):
         client.complete_code(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "prompt")
 
 
 def test_review_tool_call_is_parsed(monkeypatch):
-    real = client.litellm.completion
+    real = litellm.completion
     args = {"is_bug": False, "has_csv_submission": True, "summary": "ok", "approach_tag": "RF", "metric": 0.8}
 
     def mocked(**kwargs):
@@ -76,14 +77,14 @@ def test_review_tool_call_is_parsed(monkeypatch):
             **kwargs,
         )
 
-    monkeypatch.setattr(client.litellm, "completion", mocked)
+    monkeypatch.setattr(litellm, "completion", mocked)
     reply = review_completion.complete_review(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", REVIEW_TOOL)
     assert reply.arguments == args and reply.error is None and reply.usage.calls == 1
     assert reply.mode == "tool_call" and reply.source == "tool_call" and not reply.tools_rejected
 
 
 # --------------------------------------------------------------------------- failing models (issue 7)
-_REAL_COMPLETION = client.litellm.completion
+_REAL_COMPLETION = litellm.completion
 
 
 def _scripted(monkeypatch, kinds):
@@ -101,9 +102,9 @@ def _scripted(monkeypatch, kinds):
     return calls
 
 
-TRANSIENT = [("timeout", client.litellm.Timeout, 408), ("rate_limit", client.litellm.RateLimitError, 429),
-             ("server_error:500", client.litellm.InternalServerError, 500),
-             ("server_error:503", client.litellm.ServiceUnavailableError, 503)]
+TRANSIENT = [("timeout", litellm.Timeout, 408), ("rate_limit", litellm.RateLimitError, 429),
+             ("server_error:500", litellm.InternalServerError, 500),
+             ("server_error:503", litellm.ServiceUnavailableError, 503)]
 
 
 @pytest.mark.parametrize("kind,cls,status", TRANSIENT)
@@ -128,7 +129,7 @@ def test_litellm_num_retries_recalls_the_offline_provider_at_once(monkeypatch, k
         review_completion.complete_review(ModelEndpoint(name="offline", num_retries=1), "p", REVIEW_TOOL,
                                {"purpose": "review", "seed": 0, "call_key": "r"})
     assert len(calls) == 2 and info.value.status_code == status
-    assert isinstance(info.value, TRANSIENT_ERRORS)
+    assert isinstance(info.value, transient_errors())
 
 
 def _sequence(monkeypatch, replies):
@@ -142,12 +143,12 @@ def _sequence(monkeypatch, replies):
         if isinstance(reply, dict):
             return real(mock_tool_calls=[{"id": "1", "type": "function", "function": reply}], **kwargs)
         if not reply:  # mock_response="" would not mock: litellm would call the real API
-            return client.litellm.ModelResponse(
+            return litellm.ModelResponse(
                 model="mock", choices=[{"index": 0, "message": {"role": "assistant", "content": ""},
                                         "finish_reason": "stop"}])
         return real(mock_response=reply, **kwargs)
 
-    monkeypatch.setattr(client.litellm, "completion", mocked)
+    monkeypatch.setattr(litellm, "completion", mocked)
     return prompts
 
 
@@ -186,16 +187,44 @@ def test_injected_failure_rate_goes_to_the_offline_ctx_only(monkeypatch):
     endpoint = endpoint_for(ModelConfig(injected_failure_rate=0.3))
     assert endpoint.injected_failure_rate == 0.3
     seen = []
-    real = client.litellm.completion
+    real = litellm.completion
 
     def spy(**kwargs):
         seen.append(kwargs.get("metadata"))
         return real(mock_response="```python\nprint(1)\n```", **kwargs)
 
-    monkeypatch.setattr(client.litellm, "completion", spy)
+    monkeypatch.setattr(litellm, "completion", spy)
     ctx = {"purpose": "draft", "call_key": "k"}
     client.complete_code(endpoint, "p", ctx)
     assert seen[-1]["swarm_evo"]["injected_failure_rate"] == 0.3
     assert "injected_failure_rate" not in ctx, "the caller's ctx is not modified"
     client.complete_code(endpoint_for(ModelConfig()), "p", ctx)
     assert "injected_failure_rate" not in seen[-1]["swarm_evo"]
+
+
+def test_the_flows_load_without_litellm_until_the_first_model_call():
+    """Importing the flows (what a sweep driver, ``prefect deploy`` and Prefect's crash-hook runner
+    do) leaves litellm out (≈ 2.5 s of CPU, more than half the flows' import); until a model is
+    called ``transient_errors()`` is empty (nothing of litellm's can have been raised), and after
+    the first call (litellm's mock response) it is litellm's six."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        import flows.two_phase_evo, flows.benchmark_sweep
+        from swarm_evo.llm.client import call_model
+        from swarm_evo.llm.endpoint import ModelEndpoint
+        from swarm_evo.llm.errors import transient_errors
+        print('litellm' in sys.modules, transient_errors())
+        call_model(ModelEndpoint(name='openai/gpt-4o-mini', api_key='x'), [{'role': 'user', 'content': 'Hi.'}], {},
+                   mock_response='Hello.')
+        print('litellm' in sys.modules, sorted(e.__name__ for e in transient_errors()))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "False ()",
+        "True ['APIConnectionError', 'BadGatewayError', 'InternalServerError', 'RateLimitError', "
+        "'ServiceUnavailableError', 'Timeout']"], done.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import litellm
 import pytest
 
 from swarm_evo.population.genes import LOCI, marker
@@ -26,7 +27,7 @@ from swarm_evo.llm.json_reply import parse_tool_arguments
 from swarm_evo.search.review import REVIEW_TOOL, _as_bool, _as_float, decide_review
 from swarm_evo.sandbox.base import ExecutionResult
 
-_REAL_COMPLETION = client.litellm.completion
+_REAL_COMPLETION = litellm.completion
 
 
 def program(tag: str = "v1") -> str:
@@ -140,10 +141,10 @@ def test_unclosed_think_at_start():
 
 def test_reasoning_content_is_ignored(monkeypatch):
     """``message.reasoning_content`` (DeepSeek, vLLM reasoning parsers) holds drafts: never read."""
-    response = client.litellm.ModelResponse(model="m", choices=[{"index": 0, "finish_reason": "stop", "message": {
+    response = litellm.ModelResponse(model="m", choices=[{"index": 0, "finish_reason": "stop", "message": {
         "role": "assistant", "content": "Plan.\n" + fence(FULL),
         "reasoning_content": "Draft:\n" + fence(program("draft") + "# longer draft\n" * 50)}}])
-    monkeypatch.setattr(client.litellm, "completion", lambda **kw: _REAL_COMPLETION(mock_response=response, **kw))
+    monkeypatch.setattr(litellm, "completion", lambda **kw: _REAL_COMPLETION(mock_response=response, **kw))
     reply = client.complete_code(ModelEndpoint(name="openai/gpt-4o-mini", api_key="x"), "p", loci=LOCI)
     assert reply.code == FULL and reply.plan == "Plan."
 
@@ -188,11 +189,11 @@ def _responses(monkeypatch, replies):
         if isinstance(reply, dict):
             return _REAL_COMPLETION(mock_tool_calls=[{"id": "1", "type": "function", "function": reply}], **kwargs)
         content, finish = reply if isinstance(reply, tuple) else (reply, "stop")
-        response = client.litellm.ModelResponse(model="mock", choices=[{
+        response = litellm.ModelResponse(model="mock", choices=[{
             "index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}])
         return _REAL_COMPLETION(mock_response=response, **kwargs)
 
-    monkeypatch.setattr(client.litellm, "completion", mocked)
+    monkeypatch.setattr(litellm, "completion", mocked)
     return calls
 
 
@@ -309,7 +310,7 @@ def test_json_instruction_lists_every_key():
 def test_provider_rejecting_tools_falls_back_to_json_text(monkeypatch):
     monkeypatch.setattr(review_completion, "_TOOLS_REJECTED", set())
     endpoint = ModelEndpoint(name="openai/local-model", api_key="x", api_base="http://127.0.0.1:9")
-    rejection = client.litellm.BadRequestError(
+    rejection = litellm.BadRequestError(
         message='"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
         model="local-model", llm_provider="openai")
     calls = _responses(monkeypatch, [rejection, json.dumps(REVIEW)])
@@ -325,10 +326,10 @@ def test_provider_rejecting_tools_falls_back_to_json_text(monkeypatch):
 
 def test_other_bad_requests_still_raise(monkeypatch):
     monkeypatch.setattr(review_completion, "_TOOLS_REJECTED", set())
-    error = client.litellm.BadRequestError(message="maximum context length is 8192 tokens", model="m",
+    error = litellm.BadRequestError(message="maximum context length is 8192 tokens", model="m",
                                            llm_provider="openai")
     _responses(monkeypatch, [error])
-    with pytest.raises(client.litellm.BadRequestError, match="context length"):
+    with pytest.raises(litellm.BadRequestError, match="context length"):
         review_completion.complete_review(ENDPOINT, "p", REVIEW_TOOL)
 
 

@@ -21,7 +21,7 @@ from swarm_evo.search.debug_chain import Attempt, debug_flagged, run_debug_chain
 from swarm_evo.population.journal import Journal
 from swarm_evo.llm import client
 from swarm_evo.llm.endpoint import ModelEndpoint, endpoint_for
-from swarm_evo.llm.errors import TRANSIENT_ERRORS, CostLimitReached, DeadlineReached, GenerationError, ModelAccessError
+from swarm_evo.llm.errors import CostLimitReached, DeadlineReached, GenerationError, ModelAccessError, transient_errors
 from swarm_evo.llm.ledger import CallLedger, ledger_for
 from swarm_evo.llm.probe import probe_model
 from swarm_evo.population.node import LLMUsage
@@ -214,7 +214,7 @@ def test_a_transient_error_near_the_deadline_is_not_retried():
     with pytest.raises(DeadlineReached) as info:
         client.call_model(endpoint, [{"role": "user", "content": "hi"}], None, mock_response=error)
     assert isinstance(info.value.__cause__, litellm.InternalServerError)
-    assert not isinstance(info.value, TRANSIENT_ERRORS)
+    assert not isinstance(info.value, transient_errors())
 
 
 # ------------------------------------------------------------------ the preflight probe

@@ -12,7 +12,7 @@ have a ``metadata`` field of their own.
 
 Failing models (issue 7; the policy is written out in tasks/_policy.py):
 
-- transient errors (:data:`~swarm_evo.llm.errors.TRANSIENT_ERRORS`) are first retried by litellm itself
+- transient errors (:func:`~swarm_evo.llm.errors.transient_errors`) are first retried by litellm itself
   (``num_retries``; checked with litellm 1.106.2: it re-calls at once, no wait, and also for a
   custom provider such as the offline model), then propagate to the Prefect task, whose retries
   wait with a backoff. Left to itself litellm re-calls any ``openai.APIError``, a 400 or a 401
@@ -28,19 +28,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import litellm
-from litellm import RetryPolicy
 from pydantic import BaseModel, Field
 
+from swarm_evo.llm import import_litellm
 from swarm_evo.llm.endpoint import ModelEndpoint
-from swarm_evo.llm.errors import TRANSIENT_ERRORS, CostLimitReached, DeadlineReached, GenerationError
+from swarm_evo.llm.errors import CostLimitReached, DeadlineReached, GenerationError, transient_errors
 from swarm_evo.llm.replies import read_code_reply
 from swarm_evo.population.node import LLMUsage
 
+if TYPE_CHECKING:
+    from litellm import RetryPolicy
 
-litellm.suppress_debug_info = True
 log = logging.getLogger(__name__)
 
 
@@ -62,7 +62,7 @@ def retry_policy(num_retries: int) -> RetryPolicy:
     itself is wrong — 400 (unsupported ``tools``, context window exceeded), 401, 404, content
     policy — which the same request at once cannot change (litellm's ``RetryPolicy``, read by
     ``litellm.completion``'s wrapper in 1.106.2: ``utils.get_num_retries_from_retry_policy``)."""
-    return RetryPolicy(DefaultRetries=num_retries, BadRequestErrorRetries=0, AuthenticationErrorRetries=0,
+    return import_litellm().RetryPolicy(DefaultRetries=num_retries, BadRequestErrorRetries=0, AuthenticationErrorRetries=0,
                        NotFoundErrorRetries=0, ContentPolicyViolationErrorRetries=0)
 
 
@@ -124,12 +124,12 @@ def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, 
     operation = (ctx or {}).get("purpose")
     started = time.perf_counter()
     try:
-        response = litellm.completion(**kwargs)
+        response = import_litellm().completion(**kwargs)
     except Exception as exc:
         _record(endpoint, operation, ok=False, seconds=time.perf_counter() - started,
                 error=f"{type(exc).__name__}: {exc}")
         after = endpoint.time_left()
-        if isinstance(exc, TRANSIENT_ERRORS) and after is not None and after < RETRY_HORIZON:
+        if isinstance(exc, transient_errors()) and after is not None and after < RETRY_HORIZON:
             raise DeadlineReached(
                 f"{type(exc).__name__} with {max(0.0, after):.0f} s left before the time limit: not retried"
             ) from exc
@@ -232,7 +232,7 @@ def complete_code(
             ``usage`` holds the calls' cost.
         DeadlineReached: from :func:`call_model`.
         litellm exceptions: whatever litellm raises once its own ``num_retries`` are spent,
-            e.g. the transient :data:`TRANSIENT_ERRORS` (the caller's Prefect task retries
+            e.g. the transient :func:`transient_errors` (the caller's Prefect task retries
             those) or ``litellm.BadRequestError``.
     """
     usage, problems, current = LLMUsage(), [], prompt

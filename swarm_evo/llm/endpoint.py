@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 
-import litellm
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from swarm_evo.llm import import_litellm
 
 
 OFFLINE = "offline"
@@ -96,7 +97,7 @@ def litellm_price(model: str) -> tuple[float, float] | None:
     it has not mapped, e.g. ``openai/<a local model>``; the map is the local copy when
     ``LITELLM_LOCAL_MODEL_COST_MAP=True``). A price of 0 is a price."""
     try:
-        info = litellm.get_model_info(model)
+        info = import_litellm().get_model_info(model)
     except Exception:
         return None
     prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")

@@ -3,21 +3,24 @@ configured, a reply without anything usable, and the run's time or cost limit re
 
 from __future__ import annotations
 
-import litellm
+import sys
 
 from swarm_evo.population.node import LLMUsage
 
 
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    litellm.Timeout,
-    litellm.RateLimitError,
-    litellm.APIConnectionError,
-    litellm.ServiceUnavailableError,
-    litellm.InternalServerError,
-    litellm.BadGatewayError,
-)
-"""Errors worth retrying (Prefect task retries with a condition; SPEC §6 'transient errors'):
-timeouts (408), rate limits (429), connection errors, 500, 502 and 503."""
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """The errors worth retrying (Prefect task retries with a condition; SPEC §6 'transient
+    errors'): litellm's ``Timeout`` (408), ``RateLimitError`` (429), ``APIConnectionError``,
+    ``InternalServerError`` (500), ``BadGatewayError`` (502) and ``ServiceUnavailableError`` (503).
+
+    ``()`` while this process has not imported litellm: no model call has been made, so none of
+    them can have been raised, and ``except transient_errors():`` or ``isinstance(exc,
+    transient_errors())`` never import litellm (:func:`swarm_evo.llm.import_litellm`)."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return ()
+    return (litellm.Timeout, litellm.RateLimitError, litellm.APIConnectionError,
+            litellm.ServiceUnavailableError, litellm.InternalServerError, litellm.BadGatewayError)
 
 
 class ModelAccessError(ValueError):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-import litellm
 from pydantic import BaseModel, Field
 
 from swarm_evo.llm.client import call_model
 from swarm_evo.llm.endpoint import ModelEndpoint
-from swarm_evo.llm.errors import TRANSIENT_ERRORS, ModelAccessError
+from swarm_evo.llm import import_litellm
+from swarm_evo.llm.errors import ModelAccessError, transient_errors
 from swarm_evo.population.node import LLMUsage
 
 
@@ -32,6 +32,7 @@ def check_model_access(endpoint: ModelEndpoint) -> None:
 
         register()
         return
+    litellm = import_litellm()
     try:
         litellm.get_llm_provider(endpoint.name, api_base=endpoint.api_base)
     except Exception as exc:  # litellm raises BadRequestError for unknown providers
@@ -100,11 +101,12 @@ def probe_model(endpoint: ModelEndpoint) -> ProbeResult:
     probe = endpoint.model_copy(update={
         "timeout": min(endpoint.timeout, PROBE_TIMEOUT), "num_retries": 0, "deadline": None, "ledger_path": None,
     })
+    litellm = import_litellm()
     started = time.perf_counter()
     try:
         _, usage = call_model(probe, [{"role": "user", "content": PROBE_PROMPT}], {"purpose": "probe"})
         result = ProbeResult(usage=usage, seconds=time.perf_counter() - started)
-    except TRANSIENT_ERRORS as exc:
+    except transient_errors() as exc:
         if _unreachable(exc):
             raise ModelAccessError(_probe_message(endpoint, "cannot be reached", exc,
                                                   "start the server or fix model.api_base")) from None

@@ -8,9 +8,9 @@ import json
 import logging
 from typing import Any, Literal, Sequence
 
-import litellm
 from pydantic import BaseModel, Field
 
+from swarm_evo.llm import import_litellm
 from swarm_evo.llm.client import BAD_REPLY_REASKS, call_model, message_text
 from swarm_evo.llm.endpoint import ModelEndpoint
 from swarm_evo.llm.json_reply import json_instruction, json_object_in_text, parse_tool_arguments
@@ -89,7 +89,7 @@ def supports_tool_calls(endpoint: ModelEndpoint) -> bool | None:
     if (endpoint.name, endpoint.api_base) in _TOOLS_REJECTED:
         return False
     try:
-        info = litellm.get_model_info(model=endpoint.name)
+        info = import_litellm().get_model_info(model=endpoint.name)
     except Exception:  # litellm raises for a model it has not mapped
         return None
     value = info.get("supports_function_calling") if isinstance(info, dict) else None
@@ -100,7 +100,7 @@ def _rejects_tools(exc: BaseException) -> bool:
     """True when a 400 (or litellm's own UnsupportedParamsError) is about tools: the message
     names tools, tool_choice or functions (vLLM without a tool parser, Ollama's "does not
     support tools", llama.cpp without --jinja)."""
-    if not isinstance(exc, litellm.BadRequestError):  # UnsupportedParamsError is one
+    if not isinstance(exc, import_litellm().BadRequestError):  # UnsupportedParamsError is one
         return False
     text = str(exc).lower()
     return "tool" in text or "function" in text
@@ -183,7 +183,7 @@ def complete_review(
             extra = dict(tools=[tool], tool_choice={"type": "function", "function": {"name": name}})
         try:
             response, call_usage = call_model(endpoint, [{"role": "user", "content": current}], ctx, **extra)
-        except litellm.BadRequestError as exc:
+        except import_litellm().BadRequestError as exc:
             if mode != "tool_call" or not _rejects_tools(exc):
                 raise
             _TOOLS_REJECTED.add((endpoint.name, endpoint.api_base))

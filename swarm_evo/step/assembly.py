@@ -3,7 +3,7 @@ its generation failed for good (one node per step, SPEC §6)."""
 
 from __future__ import annotations
 
-from swarm_evo.llm.errors import TRANSIENT_ERRORS
+from swarm_evo.llm.errors import transient_errors
 from swarm_evo.population.genes import parse_genes
 from swarm_evo.population import ranking
 from swarm_evo.population.node import LLMUsage, Node
@@ -89,7 +89,7 @@ def failed_generation_node(
     reply or a model error such as ``RateLimitError`` after its retries); ``exc_info`` is
     ``"<error class>: <error text>"`` (at most 2,000 characters);
     ``metadata.generation_error`` = ``{"type": <error class>, "transient": bool}`` where
-    transient means one of ``TRANSIENT_ERRORS``; ``llm_usage`` is what the failed calls cost
+    transient means one of ``transient_errors()``; ``llm_usage`` is what the failed calls cost
     when the error carries it (GenerationError.usage), else zero.
     """
     return Node(
@@ -107,7 +107,7 @@ def failed_generation_node(
         llm_usage=getattr(error, "usage", None) or LLMUsage(),
         metadata={
             **request.metadata,
-            "generation_error": {"type": type(error).__name__, "transient": isinstance(error, TRANSIENT_ERRORS)},
+            "generation_error": {"type": type(error).__name__, "transient": isinstance(error, transient_errors())},
             "timings": {"wall": round(wall_seconds, 3)},
         },
     )

@@ -55,7 +55,7 @@ def generate_program(session: RunSession, node_id: str, request: OperationReques
     Raises (each with ``usage``: the calls so far, failed ones included):
         GenerationError: a reply without a code block.
         DeadlineReached: the run's time limit came first (or its cost limit, before the draft).
-        litellm exceptions: see ``TRANSIENT_ERRORS`` (the caller retries those).
+        litellm exceptions: see ``transient_errors()`` (the caller retries those).
     """
     scope, ledger = node_scope(node_id, "generate"), session.endpoint.ledger_path
     with call_scope(scope, ledger):

@@ -10,7 +10,7 @@ from swarm_evo.evaluation import load_program_output, run_auxiliary
 from swarm_evo.evaluation.auxiliary_writer import describe_output
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.llm.client import complete_code
-from swarm_evo.llm.errors import TRANSIENT_ERRORS
+from swarm_evo.llm.errors import transient_errors
 from swarm_evo.run.model_context import exec_timeout, offline_context
 from swarm_evo.objective.problem import AUXILIARY_TIMEOUT, INITIAL_DIR, INITIAL_METRICS, RESULTS_DIR
 from swarm_evo.prompting.prompts import render
@@ -44,7 +44,7 @@ def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
     false and the error; the run goes on without dynamic auxiliary metrics.
 
     Raises:
-        litellm exceptions: transient model errors (``TRANSIENT_ERRORS``; the Prefect task
+        litellm exceptions: transient model errors (``transient_errors()``; the Prefect task
             retries them, the caller goes on without the file when they persist).
     """
     objective = session.objective
@@ -61,7 +61,7 @@ def write_auxiliary_metrics(session: RunSession) -> dict[str, Any]:
     record: dict[str, Any] = {"file": str(objective.auxiliary_path), "sample_output": sample}
     try:
         reply = complete_code(session.endpoint, prompt, ctx)
-    except TRANSIENT_ERRORS:
+    except transient_errors():
         raise
     except Exception as exc:  # GenerationError, or a model error that a retry would not cure
         record.update(written=False, error=f"{type(exc).__name__}: {exc}"[:2000])

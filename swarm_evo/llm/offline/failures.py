@@ -43,7 +43,7 @@ from .respond import Reply
 log = logging.getLogger(__name__)
 
 TRANSIENT_KINDS = ("timeout", "rate_limit", "server_error")
-"""Kinds raised as litellm exceptions (all in swarm_evo.llm.errors.TRANSIENT_ERRORS)."""
+"""Kinds raised as litellm exceptions (all in swarm_evo.llm.errors.transient_errors())."""
 CODE_KINDS = TRANSIENT_KINDS + ("no_code_block", "empty")
 """Kinds a code call (draft, mutate, merge, debug, fix, auxiliary_metrics) can take."""
 TOOL_KINDS = TRANSIENT_KINDS + ("invalid_tool_json", "empty")
