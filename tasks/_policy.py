@@ -8,7 +8,7 @@ evolve-agents, write-auxiliary-metrics):
    (its default ``constant_retry``; checked by running litellm 1.106.2, also for the offline
    custom provider). It absorbs a blip; it is not a backoff.
 2. Prefect task retries (:data:`LLM_RETRY`): a task whose call still failed with a transient
-   error (:data:`swarm_evo.llm.errors.TRANSIENT_ERRORS`: timeout, rate limit, connection,
+   error (:func:`swarm_evo.llm.errors.transient_errors`: timeout, rate limit, connection,
    500, 502, 503) runs again after about 2, 10 and 30 s (:data:`RETRY_DELAYS`, each drawn at
    random around its value and at most 1.5 times it: ``retry_jitter_factor``
    :data:`RETRY_JITTER`) so parallel steps do not hit a rate-limited API in step; other
@@ -38,7 +38,7 @@ from __future__ import annotations
 from prefect.cache_policies import NO_CACHE
 
 from swarm_evo.llm.client import RETRY_HORIZON
-from swarm_evo.llm.errors import TRANSIENT_ERRORS
+from swarm_evo.llm.errors import transient_errors
 from swarm_evo.sandbox import SandboxError, SandboxUnavailableError
 
 RETRY_DELAYS = [2, 10, 30]
@@ -57,7 +57,7 @@ def retry_on_transient(task, task_run, state) -> bool:
     (rate limits, timeouts, connection and 5xx errors); a bad reply is not retried."""
     try:
         state.result()
-    except TRANSIENT_ERRORS:
+    except transient_errors():
         return True
     except BaseException:
         return False
