@@ -340,6 +340,9 @@ def _window(model: str, configured: int | None) -> tuple[int, str]:
         try:
             import litellm
 
+            # as swarm_evo.llm.import_litellm does (this layer is below llm): litellm prints a
+            # "Provider List" banner for a model it does not know unless told not to
+            litellm.suppress_debug_info = True
             info = litellm.get_model_info(model)
             tokens = info.get("max_input_tokens") or info.get("max_tokens")
             if tokens:

@@ -16,8 +16,10 @@ import json  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
 
-import litellm  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
+from swarm_evo.llm import import_litellm  # noqa: E402
+
+litellm = import_litellm()
+CustomLLM = litellm.CustomLLM
 
 from . import failures  # noqa: E402
 from .respond import Reply, respond  # noqa: E402
