@@ -19,6 +19,7 @@ The private test answers are not read here.
 from __future__ import annotations
 
 import io
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -90,7 +91,8 @@ class HiddenGrader:
         Raises:
             InvalidSubmissionError: the hidden rows cannot be graded (the grader's message), or
                 the submission's folder is not a plain folder.
-            CompetitionError: the hidden answers cannot be read.
+            CompetitionError: the hidden answers cannot be read or graded, or the grade is not a
+                finite number: the host's error, not the program's.
         """
         path = Path(workdir) / name
         try:
@@ -121,6 +123,9 @@ class HiddenGrader:
             raise
         except ValueError as exc:  # InvalidSubmissionError and scikit-learn's errors
             raise InvalidSubmissionError(f"cannot score the submission: {exc}") from None
+        if not math.isfinite(raw_score):  # issue 53, item 6: never a NaN to rank
+            raise CompetitionError(f"the {self.competition.grader.name} grader gave {raw_score} on the "
+                                   f"{int(is_hidden.sum())} hidden rows: no score to rank")
         real = text[~is_hidden]
         data = real.to_csv(index=False, lineterminator="\n").encode("utf-8")
         write_output_file(path.parent, path.name, data)

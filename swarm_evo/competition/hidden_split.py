@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .hidden_answers import answer_column, check_gradable
 from .hidden_layout import HiddenLayout, entry_id, hidden_layout, read_table, train_table
 from .model import Competition
 
@@ -209,8 +210,14 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     The view is built in a temporary folder beside ``input/`` and renamed into place, and
     ``split.json`` is written last: a run killed meanwhile leaves no split that looks whole.
 
+    The hidden answers are written in the grader's form and graded once before anything relies
+    on them (:mod:`swarm_evo.competition.hidden_answers`).
+
     Raises:
-        HiddenSplitUnavailable, HiddenSplitError: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`.
+        HiddenSplitUnavailable: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`; also
+            when the competition's grader cannot grade the hidden answers
+            (:func:`~swarm_evo.competition.hidden_answers.check_gradable`).
+        HiddenSplitError: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`.
         OSError: the folder cannot be written.
     """
     public = Path(competition.public_dir)
@@ -270,8 +277,11 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
             answers[column] = (as_test[layout.label_column].astype(str) == column).astype(int)
     else:
         for column in layout.target_columns:
-            answers[column] = as_test[column]
-    _write_table(answers.reset_index(drop=True), root / ANSWERS_FILE)
+            answers[column] = answer_column(as_test[column], competition.grader, column, train[column])
+    answers = answers.reset_index(drop=True)
+    hidden_sample = full_sample[full_sample[id_col].isin(set(answers[id_col].astype(str)))].reset_index(drop=True)
+    check_gradable(competition.grader, hidden_sample, answers, id_col, list(layout.target_columns))
+    _write_table(answers, root / ANSWERS_FILE)
     split = HiddenSplit(root=root, seed=int(seed), fraction=float(fraction), group_column=group_column,
                         rows=len(hidden_ids), train_rows=len(train), stratified=stratified, fresh_ids=pairs)
     split.digest = _digest(split.seed, split.fraction, group_column, split.train_rows, pairs)

@@ -33,6 +33,9 @@ class Assessment(BaseModel):
         hidden_score: competitions with a hidden split (issue 41): the host's grade of the
             submission's hidden rows, in the metric's units and direction; None otherwise, or
             when the submission was not valid.
+        hidden_error: the host's error when it could not grade a valid submission's hidden rows
+            (issue 53, item 10: the answers or the grader, never the program's fault); the node
+            records it and is not ranked.
     """
 
     result: ExecutionResult
@@ -40,6 +43,7 @@ class Assessment(BaseModel):
     metric: float | None = None
     evaluation: dict[str, Any] | None = None
     hidden_score: float | None = None
+    hidden_error: str | None = None
 
 
 class Objective(Protocol):

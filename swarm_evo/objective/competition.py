@@ -14,6 +14,7 @@ run's hand-in may be refitted on the full public data (:meth:`CompetitionObjecti
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -43,6 +44,8 @@ from swarm_evo.sandbox.workdir import remove_entry
 from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.search.prevalidate import static_check
 from swarm_evo.search.review import PARSE_STDOUT, parse_metric
+
+log = logging.getLogger(__name__)
 
 SUBMISSION = Path("submission") / "submission.csv"
 FINAL_FIT_DIR = "final_fit"
@@ -203,22 +206,27 @@ class CompetitionObjective:
         """Run the program once in ``workdir`` (a stale submission is removed first). With a
         hidden split, a valid submission is split by the host: its hidden rows graded into
         ``hidden_score``, its real rows left as the node's submission (a submission whose hidden
-        rows cannot be graded is a submission problem, and stays whole)."""
+        rows cannot be graded is a submission problem, and stays whole; a grading that fails on the
+        host's side, the answers or the grader, is :attr:`Assessment.hidden_error`: issue 53, item 10)."""
         remove_entry(workdir / "submission")
         result = sandbox.execute(code, workdir, self.public_dir, timeout)
         metric = parse_metric(result.stdout)
         errors = validate_submission(workdir / SUBMISSION, self.program_competition)
-        hidden = None
+        hidden = hidden_error = None
         if self.hidden is not None and not errors:
             try:
                 hidden = self.hidden.split_submission(workdir, SUBMISSION).score
             except InvalidSubmissionError as exc:
                 errors = [str(exc)]
+            except CompetitionError as exc:  # the host's (answers, grader): recorded, never a crashed step
+                hidden_error = str(exc)[:1000]
+                log.warning("%s: the host could not grade the hidden rows of the submission: %s", workdir.name, exc)
         return Assessment(
             result=result,
             problems=self.execution_problems(result, workdir, errors),
             metric=metric if metric is not None and math.isfinite(metric) else None,
             hidden_score=hidden,
+            hidden_error=hidden_error,
         )
 
     def review_facts(self, final: Attempt, workdir: Path) -> tuple[list[str], object]:

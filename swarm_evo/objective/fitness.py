@@ -18,10 +18,11 @@ ranked on two bases would not compare.
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
-from swarm_evo.competition.hidden_layout import HiddenSplitError
+from swarm_evo.competition.hidden_layout import HiddenSplitError, HiddenSplitUnavailable
 from swarm_evo.competition.hidden_split import SPLIT_DIR
 from swarm_evo.config import ConfigError, SearchConfig
 from swarm_evo.objective.base import Objective
@@ -75,8 +76,13 @@ def apply_fitness(objective: Objective, search: SearchConfig, seed: int, run_dir
     journal with nodes but no record of its fitness began before issue 41, on printed metrics,
     and stays on them.
 
+    A split whose answers the competition's grader cannot grade (issue 53, item 10:
+    :func:`swarm_evo.competition.hidden_answers.check_gradable`) is no split: ``auto`` falls back
+    to the printed metric, saying why in the one line.
+
     Raises:
-        ConfigError: see :func:`choose_fitness`.
+        ConfigError: see :func:`choose_fitness`; also ``search.fitness: hidden`` (or a resumed
+            hidden run) whose split the grader cannot grade.
         CompetitionError: a resumed run's split can no longer be drawn the same (the public data
             changed).
     """
@@ -89,9 +95,18 @@ def apply_fitness(objective: Objective, search: SearchConfig, seed: int, run_dir
             seed = previous["seed"]
         else:
             fraction, group = search.hidden_fraction, search.hidden_group_column
-        split = objective.use_hidden_split(run_dir, seed, fraction, group, recorded=previous)  # type: ignore[attr-defined]
-        info[SPLIT_KEY] = split.record()
-        why = f"{why}: {split.rows} hidden rows of {split.train_rows}" + (" (stratified)" if split.stratified else "")
+        try:
+            split = objective.use_hidden_split(run_dir, seed, fraction, group, recorded=previous)  # type: ignore[attr-defined]
+        except HiddenSplitUnavailable as exc:  # the grader cannot grade the hidden answers (issue 53, item 10)
+            shutil.rmtree(Path(run_dir) / SPLIT_DIR, ignore_errors=True)
+            if search.fitness == "hidden" or recorded == "hidden":
+                raise ConfigError(f"search.fitness is hidden, but competition {objective.id} allows no hidden split: "
+                                  f"{exc}; set search.fitness to printed (or auto)") from None
+            source, why = "printed", (f"{objective.id}: no hidden split ({exc}); selecting on the programs' "
+                                      "printed validation metrics")
+        else:
+            info[SPLIT_KEY] = split.record()
+            why = f"{why}: {split.rows} hidden rows of {split.train_rows}" + (" (stratified)" if split.stratified else "")
     info[FITNESS_KEY] = {"source": source, "why": why}
     (log.warning if source == "printed" and search.fitness != "printed" else log.info)("fitness: %s", why)
     return source

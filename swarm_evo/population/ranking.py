@@ -13,7 +13,9 @@ the node's score negated when lower is better. The score is the host's grade of 
 hidden split (``Node.hidden_score``, issue 41) when the node has one, else the metric the
 program printed (``Node.metric_value``). A run with a hidden split gives every valid node a
 hidden score, so within a run every node is ranked on the same basis. None when the node has
-no score.
+no score, when its hidden score is not finite, or when the host could not grade its hidden rows
+(``metadata["hidden_error"]``, issue 53, item 10): such a node is never ranked on its printed
+metric instead.
 
 **The printed metric's gap** (:func:`printed_gap`, :func:`printed_misleads`): how far the
 program's own validation metric overstates its hidden score, fed back in the prompts that
@@ -53,8 +55,12 @@ def fitness(node: Node) -> float | None:
     """The direction-aware fitness the search ranks ``node`` by (higher is better): the hidden
     score when the node has one, else the printed metric; None when the node has neither. See
     the module docstring."""
+    if node.metadata.get("hidden_error"):  # the host could not grade its hidden rows: no score to rank
+        return None
     hidden = node.hidden_fitness
-    return hidden if hidden is not None else node.fitness
+    if hidden is not None:
+        return hidden if math.isfinite(hidden) else None
+    return node.fitness
 
 
 def printed_gap(node: Node) -> float | None:

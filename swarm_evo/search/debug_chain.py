@@ -41,7 +41,8 @@ class Attempt(BaseModel):
     ``metric`` is the objective's score of this version (None when it failed) and
     ``evaluation`` the Eval Service summary for problems (None for competitions);
     ``hidden_score`` the host's grade of the submission's hidden rows (runs with a hidden split,
-    issue 41; None otherwise).
+    issue 41; None otherwise); ``hidden_error`` the host's error when it could not grade them
+    (issue 53, item 10).
     """
 
     attempt: int = 0
@@ -53,6 +54,7 @@ class Attempt(BaseModel):
     metric: float | None = None
     evaluation: dict | None = None
     hidden_score: float | None = None
+    hidden_error: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -35,12 +35,14 @@ def assemble_node(
     metadata.update(
         # it ran, wrote a valid submission (or passed the evaluator) and printed a finite metric:
         # a candidate for the hand-in even if the reviewer flagged it (Journal.submission_candidate)
-        facts_passed=not chain.dead and not final.problems and review.metric_value is not None,
+        facts_passed=not chain.dead and not final.problems and review.metric_value is not None
+        and not final.hidden_error,
         prevalidation=generated.prevalidation,
         debug_history=chain.history,
         review={**review.details, "reasons": review.reasons, "metric_disagreement": review.metric_disagreement},
         problems=final.problems,
         **({"evaluation": final.evaluation} if final.evaluation is not None else {}),
+        **({"hidden_error": final.hidden_error} if final.hidden_error else {}),
         timings={
             "wall": round(wall_seconds, 3),
             "llm": round(usage.seconds, 3),

@@ -24,4 +24,5 @@ def execute_program(session: RunSession, node_id: str, code: str, attempt: int =
         metric=assessment.metric,
         evaluation=assessment.evaluation,
         hidden_score=assessment.hidden_score,
+        hidden_error=assessment.hidden_error,
     )
