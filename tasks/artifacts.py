@@ -157,6 +157,11 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     return summary
 
 
+def phase2_text(start: int | None) -> str:
+    """``Phase 2 from step 9``, or ``Phase 2 never ran`` for a run that ended in Phase 1."""
+    return "Phase 2 never ran" if start is None else f"Phase 2 from step {start}"
+
+
 @task(name="publish-run-report", **TASK_DEFAULTS)
 def publish_run_report(run_dir: str, report: dict) -> None:
     """The run report as table artifacts: ``<run>-operations`` (one row per operation),
@@ -164,19 +169,20 @@ def publish_run_report(run_dir: str, report: dict) -> None:
     new bests; issue 17) and ``<run>-agents`` (one row per agent); the JSON is
     ``RUN_DIR/run_report.json``."""
     session = get_session(run_dir)
+    name = report.get("score_name") or "validation metric"
     create_table_artifact(
         table=run_report.run_report_rows(report),
         key=artifact_key(run_dir, "operations"),
         description=f"Per-operation rates of {session.objective.id}: buggy, dead, debug fixes, mean fitness "
-        f"(Phase 2 from step {report.get('phase2_started_at_step')})",
+        f"({name}, direction-aware), mean printed metric ({phase2_text(report.get('phase2_started_at_step'))})",
     )
     improvements = {op: stats for op, stats in report["operations"].items() if "improvement_rate" in stats}
     lineage = operation_stats.lineage_text(report.get("best_lineage"))
     create_table_artifact(
         table=operation_stats.improvement_rows(improvements),
         key=artifact_key(run_dir, "improvements"),
-        description=f"Where improvements come from in {session.objective.id}: valid children beating their "
-        f"parent (merges: best gene source; drafts: none); best lineage: {lineage}"[:1000],
+        description=f"Where improvements come from in {session.objective.id}: valid children whose {name} beats "
+        f"their parent's (merges: best gene source; drafts: none); gains in the {name}; best lineage: {lineage}"[:1000],
     )
     create_table_artifact(
         table=run_report.agent_rows(report),

@@ -6,6 +6,7 @@ writes both files and puts the chart and a tree preview inline in the report art
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import struct
 import xml.etree.ElementTree as ET
@@ -190,6 +191,72 @@ def test_report_markdown_embeds_chart_and_tree(tmp_path):
     relative = final_report_markdown(summary, chart=charts.CHART_FILE, tree_link=evolution_tree.TREE_FILE)
     assert f"]({charts.CHART_FILE})" in relative and f"]({evolution_tree.TREE_FILE})" in relative
     assert "Best validation metric" not in final_report_markdown(summary)
+
+
+# ---------------------------------------------------------------------------- one fitness on screen (issue 54)
+def hidden_journal() -> Journal:
+    """A lower-is-better run that selects on its hidden split, where the printed metric ranks
+    otherwise: d2 is best on the hidden rows; the merge's printed metric beats its best gene
+    source (d2) while its hidden-split score is worse."""
+    j = Journal(info={"competition_id": "toy-rmse", "fitness": {"source": "hidden", "why": "test"}})
+    kw = dict(lower_is_better=True)
+    d1 = j.append(make_node(metric=0.1003, hidden_score=0.1600, **kw))
+    d2 = j.append(make_node(metric=0.0971, hidden_score=0.1552, **kw, approach_tag="gbm"))
+    j.append(make_node(metric=0.0500, is_buggy=True, dead=True, debug_attempts=2, exc_type="ValueError", **kw))
+    j.append(make_node(metric=0.0950, hidden_score=0.1603, operation="merge", phase=2, parent_id=d1.id,
+                       metadata={"gene_sources": {"DATA": d1.id, "MODEL": d2.id}}, **kw))
+    return j
+
+
+def test_every_view_shows_the_score_the_run_selects_on(tmp_path):
+    """Tree (HTML, SVG, node records), node table, progress line and final report name the
+    hidden-split score, show it (not the printed metric) and put the printed metric beside it."""
+    from swarm_evo.llm.ledger import LLMTotals
+    from swarm_evo.reporting.report import node_table, progress_line
+
+    j = hidden_journal()
+    d1, d2, dead, merge = j.nodes
+    assert j.best_node() is d2
+    text = evolution_tree.evolution_tree_html(j, tmp_path / "tree.html").read_text(encoding="utf-8")
+    assert "best: step 2 (draft), hidden-split score 0.1552 (printed metric 0.0971)" in text
+    assert "ranked by their hidden-split score, lower is better" in text
+    svg = ET.fromstring(evolution_tree.evolution_tree_svg(j))
+    ns = "{http://www.w3.org/2000/svg}"
+    labels = {g.get("data-id"): [t.text for t in g.iter(f"{ns}text")][-1] for g in svg.iter(f"{ns}g")
+              if g.get("class", "").startswith("node")}
+    assert labels == {d1.id: "0.16", d2.id: "0.1552", dead.id: "—", merge.id: "0.1603"}, "hidden scores under the nodes"
+    titles = [t.text for t in svg.iter(f"{ns}title")]
+    assert any("hidden-split score 0.1552 (printed metric 0.0971)" in t for t in titles)
+    records = json.loads(re.search(r'id="nodes-data">(.*?)</script>', text, re.S).group(1))
+    assert {k: records[1][k] for k in ("score_name", "score", "metric", "hidden_score", "status")} == {
+        "score_name": "hidden-split score", "score": 0.1552, "metric": 0.0971, "hidden_score": 0.1552, "status": "best"}
+
+    rows = node_table(j)
+    assert [r["hidden_split_score"] for r in rows] == [0.16, 0.1552, None, 0.1603]
+    assert [r["printed_metric"] for r in rows] == [0.1003, 0.0971, 0.05, 0.095]
+    assert "validation_metric" not in rows[0] and "metric" not in rows[0]
+    assert progress_line(j, 10, LLMTotals()).startswith("4/10 nodes, 3 valid, best hidden-split score 0.1552 (printed 0.0971)")
+
+    summary = run_summary(j)
+    markdown = final_report_markdown(summary, chart=charts.CHART_FILE)
+    assert "hidden-split score 0.1552 (selected on; printed validation metric 0.0971)" in markdown
+    assert "## Best hidden-split score over steps" in markdown and "Best validation metric" not in markdown
+    assert "improved* when its hidden-split score" in markdown
+    section = markdown.split("## Where improvements come from")[1]
+    merge_row = next(line for line in section.splitlines() if line.startswith("| merge |"))
+    # the merge is worse than d2 on the hidden rows (0.1603 vs 0.1552) though its printed metric is better
+    assert merge_row.split("|")[7].strip() == "-0.0051" and merge_row.split("|")[9].strip() == "+0.0021", merge_row
+    assert charts.score_name(j) == "hidden-split score"
+    assert charts.best_so_far(j)[-1] == (4, 0.1552)
+
+
+def test_a_printed_metric_run_names_the_validation_metric():
+    from swarm_evo.reporting.report import node_table
+
+    j = evolved_journal()
+    rows = node_table(j)
+    assert rows[0]["validation_metric"] == 0.7 and "printed_metric" not in rows[0]
+    assert "## Best validation metric over steps" in final_report_markdown(run_summary(j), chart="c.png")
 
 
 # ---------------------------------------------------------------------------- publish (Prefect)

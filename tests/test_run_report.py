@@ -157,7 +157,9 @@ def test_report_totals_and_best():
     report = build_run_report(j, evolutions, agent_ids=["a0", "a1", "a2"])
     assert (report["nodes"], report["valid"], report["dead"], report["buggy"]) == (5, 3, 1, 2)
     best = j.nodes[0]
-    assert report["best"] == {"node_id": best.id, "step": 1, "operation": "draft", "agent_id": "a0", "metric": 0.8}
+    assert report["best"] == {"node_id": best.id, "step": 1, "operation": "draft", "agent_id": "a0", "score": 0.8,
+                              "metric": 0.8}
+    assert report["score_name"] == "validation metric"
     assert report["agent_evolutions"] is evolutions
     # idle agent a2 appears with 0; unknown a9 after the listed ones; None under "none" last
     assert report["steps_per_agent"] == {"a0": 2, "a1": 1, "a2": 0, "a9": 1, "none": 1}

@@ -20,6 +20,7 @@ from pathlib import Path
 from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
+from swarm_evo.reporting import fitness_report
 from swarm_evo.reporting.operation_stats import new_best_nodes
 
 
@@ -56,8 +57,10 @@ def phase2_start(journal: Journal) -> int | None:
 
 
 def best_so_far(journal: Journal) -> list[tuple[int, float | None]]:
-    """``(step, best valid metric up to and including that step)`` for every node, in step order;
-    None until the first valid node. "Best" follows the metric's direction (fitness)."""
+    """``(step, best valid score up to and including that step)`` for every node, in step order;
+    None until the first valid node. The score is the one the run selects on
+    (:func:`swarm_evo.population.ranking.score`: the hidden-split score where the run has one,
+    else the validation metric); "best" follows the metric's direction."""
     nodes = journal.nodes
     series = ranking.best_so_far(nodes, [journal.is_valid(n) for n in nodes])
     return [(step, None if top is None else ranking.to_metric(top, node.lower_is_better))
@@ -65,10 +68,10 @@ def best_so_far(journal: Journal) -> list[tuple[int, float | None]]:
 
 
 def score_name(journal: Journal) -> str:
-    """What the chart plots: ``hidden-split score`` when the run selected on its hidden split
-    (issue 41), else ``validation metric`` (the metric the programs printed)."""
-    hidden = (journal.info.get("fitness") or {}).get("source") == "hidden"
-    return "hidden-split score" if hidden else "validation metric"
+    """What the chart plots: ``hidden-split score`` when the run selects on its hidden split
+    (issue 41), else ``validation metric`` (the metric the programs printed):
+    :func:`swarm_evo.reporting.fitness_report.score_name`, the name every view uses."""
+    return fitness_report.score_name(journal)
 
 
 def fmt_metric(value: float | None) -> str:
@@ -80,8 +83,9 @@ def fmt_metric(value: float | None) -> str:
 def best_fitness_chart(journal: Journal, path: Path) -> Path:
     """Write the best-fitness-over-steps chart as a PNG of :data:`CHART_SIZE` pixels; return ``path``.
 
-    The y axis is the validation metric in its own direction (the label says whether lower or
-    higher is better); the line is the best valid metric so far, the points are the valid nodes
+    The y axis is the score the run selects on (:func:`score_name`: the hidden-split score or the
+    validation metric) in the metric's own direction (the label says which, and whether lower or
+    higher is better); the line is the best valid score so far, the points are the valid nodes
     (marker and colour by operation: its ``report`` style in :mod:`swarm_evo.operators`; the best
     node is a star), every node that raised the best
     so far (:func:`swarm_evo.reporting.operation_stats.new_best_nodes`) carries a large ring in its

@@ -1,9 +1,14 @@
 """The evolution tree of a run for people: ONE self-contained HTML file (inline CSS, JS and SVG,
 no external resource, works offline) with nodes coloured by status (valid, best, buggy, dead),
 parent edges, and merge edges from ``metadata.gene_sources`` (dashed, labelled by locus), a
-tooltip per node (step, operation, metric) and a details panel on click; and the same drawing
+tooltip per node (step, operation, score) and a details panel on click; and the same drawing
 as a standalone SVG document (the final report shows it as an image). The best-fitness chart
-and the shared colours are :mod:`swarm_evo.reporting.charts`."""
+and the shared colours are :mod:`swarm_evo.reporting.charts`.
+
+Every score on the tree is the one the run selects on (:func:`swarm_evo.population.ranking.score`:
+the hidden-split score where the run has one, else the validation metric), named as such
+(:func:`swarm_evo.reporting.fitness_report.score_name`), with the printed metric beside it in a
+run that selects on its hidden split (issue 54, item 1)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from swarm_evo.operators import registry
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
 from swarm_evo.reporting.charts import STATUS_COLOURS, fmt_metric, lower_is_better, run_title
+from swarm_evo.reporting.fitness_report import HIDDEN_NAME, score_name, score_text, shown_score
 from swarm_evo.reporting.report import node_status
 
 TREE_FILE = "evolution_tree.html"
@@ -80,10 +86,10 @@ def _node_shape(op: str, x: float, y: float, fill: str, stroke: str, width: floa
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {common}/>'
 
 
-def _tooltip(node: Node, status: str) -> str:
+def _tooltip(node: Node, status: str, name: str) -> str:
     lines = [
         f"step {node.step} · {node.operation} · phase {node.phase} · {status}",
-        f"metric {fmt_metric(node.metric_value)}" + (f" · {node.exc_type}" if node.exc_type else ""),
+        score_text(node, name) + (f" · {node.exc_type}" if node.exc_type else ""),
         f"id {node.id}",
     ]
     if node.debug_attempts:
@@ -94,8 +100,10 @@ def _tooltip(node: Node, status: str) -> str:
 
 
 def evolution_tree_svg(journal: Journal, *, standalone: bool = True) -> str:
-    """The evolution tree as SVG: status-coloured nodes (shape by operation, step inside, metric
-    below, a ``<title>`` tooltip), solid parent edges and dashed merge edges labelled by locus.
+    """The evolution tree as SVG: status-coloured nodes (shape by operation, step inside, the
+    score the run selects on below, :func:`swarm_evo.population.ranking.score`; a ``<title>``
+    tooltip naming it, with the printed metric beside a hidden-split score), solid parent edges
+    and dashed merge edges labelled by locus.
 
     A merge's parent is one of its gene sources: its loci are the tooltip of the solid parent
     edge, and every other source gets a dashed curve labelled with the loci taken from it.
@@ -106,6 +114,7 @@ def evolution_tree_svg(journal: Journal, *, standalone: bool = True) -> str:
     nodes = journal.nodes
     pos = tree_layout(journal)
     best = journal.best_node()
+    name = score_name(journal)
     width = max((x for x, _ in pos.values()), default=0) + MARGIN + DX
     height = max((y for _, y in pos.values()), default=0) + MARGIN + 30
     ns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
@@ -158,13 +167,13 @@ def evolution_tree_svg(journal: Journal, *, standalone: bool = True) -> str:
         stroke, sw = ("#212121", 3.0) if status == "best" else ("#37474f", 1.0)
         shapes.append(
             f'<g class="node {status}" data-id="{n.id}" data-step="{n.step}">'
-            f"<title>{html.escape(_tooltip(n, status))}</title>"
+            f"<title>{html.escape(_tooltip(n, status, name))}</title>"
             + _node_shape(n.operation, x, y, STATUS_COLOURS[status], stroke, sw)
             + f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" font-weight="bold" '
             f'fill="{"#212121" if status in ("best", "valid") else "#ffffff"}">{n.step}</text>'
             f'<text x="{x:.1f}" y="{y + RADIUS + 14:.1f}" text-anchor="middle" fill="#37474f" '
             f'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
-            f"{html.escape(fmt_metric(n.metric_value))}</text></g>"
+            f"{html.escape(fmt_metric(shown_score(n, name)))}</text></g>"
         )
     if not nodes:
         out.append(f'<text x="{MARGIN}" y="{MARGIN}">no nodes yet</text>')
@@ -172,14 +181,20 @@ def evolution_tree_svg(journal: Journal, *, standalone: bool = True) -> str:
     return "\n".join(out)
 
 
-def _node_record(journal: Journal, node: Node, best: Node | None) -> dict[str, Any]:
+def _node_record(journal: Journal, node: Node, best: Node | None, name: str) -> dict[str, Any]:
+    """The details panel's record of ``node``: ``score`` is what the run ranks it by (named by
+    ``score_name``), ``metric`` the printed validation metric, ``hidden_score`` the host's grade
+    of the hidden split (None without one)."""
     return {
         "id": node.id,
         "step": node.step,
         "operation": node.operation,
         "phase": node.phase,
         "status": node_status(node, best),
+        "score_name": name,
+        "score": shown_score(node, name),
         "metric": node.metric_value,
+        "hidden_score": node.hidden_score,
         "parent": node.parent_id,
         "gene_sources": node.gene_sources,
         "target_locus": node.metadata.get("target_locus"),
@@ -259,13 +274,16 @@ def evolution_tree_html(journal: Journal, path: Path) -> Path:
     """Write the evolution tree as one self-contained HTML file; return ``path``.
 
     Inline CSS, JS and SVG only (no external URL: it opens offline, from a file). Hovering a
-    node shows step, operation, phase, status and metric; clicking it (or its table row) shows
-    the full record. A table of all nodes follows the drawing.
+    node shows step, operation, phase, status and the score the run selects on (named; the
+    printed metric beside a hidden-split score); clicking it (or its table row) shows the full
+    record. A table of all nodes follows the drawing.
     """
     path = Path(path)
     nodes = journal.nodes
     best = journal.best_node()
-    records = [_node_record(journal, n, best) for n in nodes]
+    name = score_name(journal)
+    hidden = name == HIDDEN_NAME
+    records = [_node_record(journal, n, best, name) for n in nodes]
     counts = {s: sum(1 for r in records if r["status"] == s) for s in STATUS_COLOURS}
     merges = sum(1 for n in nodes if n.gene_sources)
     lower = lower_is_better(journal)
@@ -283,14 +301,13 @@ def evolution_tree_html(journal: Journal, path: Path) -> Path:
     )
     rows = "".join(
         f'<tr data-id="{r["id"]}" class="{r["status"]}"><td>{r["step"]}</td><td>{r["id"][:8]}</td>'
-        f'<td>{r["operation"]}</td><td>{r["phase"]}</td><td>{r["status"]}</td><td>{fmt_metric(r["metric"])}</td>'
+        f'<td>{r["operation"]}</td><td>{r["phase"]}</td><td>{r["status"]}</td><td>{fmt_metric(r["score"])}</td>'
+        + (f'<td>{fmt_metric(r["metric"])}</td>' if hidden else "") +
         f'<td>{(r["parent"] or "")[:8]}</td><td>{r["debug_attempts"]}</td>'
         f'<td>{html.escape((r["approach"] or "")[:100])}</td></tr>'
         for r in records
     )
-    best_line = (
-        f"best: step {best.step} ({best.operation}), metric {fmt_metric(best.metric_value)}" if best else "no valid node"
-    )
+    best_line = f"best: step {best.step} ({best.operation}), {score_text(best, name)}" if best else "no valid node"
     # no "<" inside the script element: no node text can open or close a tag (still valid JSON)
     payload = json.dumps(records, default=str).replace("<", "\\u003c")
     page = f"""<!DOCTYPE html>
@@ -304,8 +321,8 @@ def evolution_tree_html(journal: Journal, path: Path) -> Path:
 <header>
 <h1>Evolution tree: {title}</h1>
 <div>{len(nodes)} node{"" if len(nodes) == 1 else "s"}, {merges} merge{"" if merges == 1 else "s"}; {html.escape(best_line)};
-metric: {"lower" if lower else "higher"} is better. Hover a node for its step, operation and metric
-(its edges are highlighted); click it for details. <label><input type="checkbox" id="fit"> fit to width</label></div>
+nodes are ranked by their {name}, {"lower" if lower else "higher"} is better{" (the printed validation metric is shown beside it)" if hidden else ""}.
+Hover a node for its step, operation and {name} (its edges are highlighted); click it for details. <label><input type="checkbox" id="fit"> fit to width</label></div>
 <div class="legend">{legend}</div>
 </header>
 <div id="canvas">
@@ -313,7 +330,7 @@ metric: {"lower" if lower else "higher"} is better. Hover a node for its step, o
 </div>
 <div id="details">Click a node for its details.</div>
 <table>
-<tr><th>step</th><th>node</th><th>operation</th><th>phase</th><th>status</th><th>metric</th>
+<tr><th>step</th><th>node</th><th>operation</th><th>phase</th><th>status</th><th>{name}</th>{"<th>printed metric</th>" if hidden else ""}
 <th>parent</th><th>debug</th><th>approach</th></tr>
 {rows}
 </table>

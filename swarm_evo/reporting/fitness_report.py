@@ -16,9 +16,55 @@ from typing import Any
 
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
+from swarm_evo.population.node import Node
 
 MISLEADING_SHOWN = 5
 """How many of the most misleading nodes the summary lists."""
+
+HIDDEN_NAME = "hidden-split score"
+"""What every view calls the score of a run that selects on its hidden split (issue 54, item 1)."""
+PRINTED_NAME = "validation metric"
+"""What every view calls the score of a run that selects on the metric the programs printed."""
+
+
+def selects_on_hidden(journal: Journal) -> bool:
+    """Whether the run ranks its nodes by their hidden-split score
+    (:func:`swarm_evo.population.ranking.fitness`): the journal says it selected on its hidden
+    split (``info["fitness"]["source"] == "hidden"``), or some node has a hidden score (the
+    ranking uses it wherever a node has one)."""
+    if (journal.info.get("fitness") or {}).get("source") == "hidden":
+        return True
+    return any(n.hidden_score is not None for n in journal.nodes)
+
+
+def score_name(journal: Journal) -> str:
+    """The name of the score the run selects on, for every view a person reads
+    (:data:`HIDDEN_NAME` or :data:`PRINTED_NAME`)."""
+    return HIDDEN_NAME if selects_on_hidden(journal) else PRINTED_NAME
+
+
+def fmt_score(value: float | None) -> str:
+    """A score for labels, tooltips and report lines: 4 significant digits, ``—`` for None."""
+    return "—" if value is None else f"{value:.4g}"
+
+
+def shown_score(node: Node, name: str) -> float | None:
+    """The score a view shows for ``node`` under ``name`` (:func:`score_name`): what the run ranks it
+    by (:func:`swarm_evo.population.ranking.score`), except that in a run selecting on its hidden
+    split a node without a hidden score (a buggy one) shows none rather than its printed metric
+    under the hidden score's name."""
+    if name == HIDDEN_NAME and node.hidden_score is None:
+        return None
+    return ranking.score(node)
+
+
+def score_text(node: Node, name: str) -> str:
+    """The node's score as a person should read it: ``hidden-split score 0.1552 (printed metric
+    0.1003)`` in a run that selects on its hidden split (``name`` :data:`HIDDEN_NAME`; the score is
+    :func:`shown_score`), else ``validation metric 0.1003``."""
+    if name == HIDDEN_NAME:
+        return f"{name} {fmt_score(shown_score(node, name))} (printed metric {fmt_score(node.metric_value)})"
+    return f"{name} {fmt_score(node.metric_value)}"
 
 
 def fitness_summary(journal: Journal) -> dict[str, Any]:

@@ -7,7 +7,8 @@ A view of the journal (SPEC §5), no Prefect: ``run_report.json``
 (:func:`swarm_evo.reporting.report.run_summary`) and the best-fitness chart
 (:func:`swarm_evo.reporting.charts.best_fitness_chart`) share it.
 
-**Fitness** is :func:`swarm_evo.population.ranking.fitness`: the node's validation metric
+**Fitness** is :func:`swarm_evo.population.ranking.fitness`: the node's hidden-split score in
+a run that selects on its hidden split (``hidden_score``, issue 41), else its validation metric
 (``metric_value``, parsed from the program's output, or the problem's score), negated when
 lower is better — the value the search itself ranks by (``Journal.best_node``, the valid
 pool, ``selection.tournament_select``, the gene pools). So every gain here is in the metric's
@@ -52,7 +53,8 @@ from swarm_evo.population.node import Node
 IMPROVEMENT_KEYS = ("children", "valid", "compared", "improved", "improvement_rate", "mean_gain", "new_best")
 """Keys of :func:`improvement_stats`, in display order."""
 
-BASIS = ("fitness = validation metric, direction-aware (gain > 0 is better, in the metric's units); "
+BASIS = ("fitness = the score the run selects on (the hidden-split score where the run has one, else the "
+         "validation metric), direction-aware (gain > 0 is better, in the metric's units); "
          "parent = parent_id, for a merge the best valid gene source; drafts and children of a "
          "non-valid parent (e.g. a debug of a buggy node) are not compared")
 """One sentence for readers of ``run_report.json`` (key ``improvement_basis``)."""
@@ -140,6 +142,28 @@ def improvement_stats(journal: Journal, operation: str) -> dict[str, Any]:
     }
 
 
+def printed_gain(journal: Journal, node: Node) -> float | None:
+    """For a node :func:`node_gain` compares: how much its *printed* metric beat the same
+    reference parent's (direction-aware, the metric's units; positive = better), None when
+    either has no printed metric or the node is not compared. In a run that selects on its
+    hidden split the two gains can disagree (a merge worse on the hidden rows whose printed
+    metric rose): the final report shows both (issue 54, item 1)."""
+    parent = reference_parent(journal, node)
+    if parent is None or not journal.is_valid(node) or node.fitness is None or parent.fitness is None:
+        return None
+    return node.fitness - parent.fitness
+
+
+def printed_gains_by_operation(journal: Journal) -> dict[str, float | None]:
+    """``{operation: mean printed_gain over its compared children}`` (None when none has one),
+    for every operation of :func:`operations_of`."""
+    out: dict[str, float | None] = {}
+    for op in operations_of(journal):
+        gains = [g for g in (printed_gain(journal, n) for n in journal.nodes if n.operation == op) if g is not None]
+        out[op] = statistics.fmean(gains) if gains else None
+    return out
+
+
 def improvements_by_operation(journal: Journal) -> dict[str, dict[str, Any]]:
     """``{operation: improvement_stats(...)}`` for every operation of :func:`operations_of`."""
     return {op: improvement_stats(journal, op) for op in operations_of(journal)}
@@ -153,7 +177,10 @@ def best_lineage(journal: Journal) -> dict[str, Any] | None:
     Returns None without a valid node, else::
 
         {"operations": ["draft", "mutate", "merge", ...],     # root first, best node last
-         "nodes": [{"node_id", "step", "operation", "metric",  # metric: plain metric_value
+         "nodes": [{"node_id", "step", "operation",
+                    "score",         # ranking.score: what the run selects on
+                    "metric",        # plain metric_value (printed)
+                    "hidden_score",  # the hidden-split score, None without one
                     "gain",          # node_gain: over the reference parent, None if not compared
                     "gene_sources"}  # merges only: the distinct source node ids
                    , ...],
@@ -181,7 +208,8 @@ def best_lineage(journal: Journal) -> dict[str, Any] | None:
     entries = []
     for node in path:
         entry: dict[str, Any] = {"node_id": node.id, "step": node.step, "operation": node.operation,
-                                 "metric": node.metric_value, "gain": node_gain(journal, node)}
+                                 "score": ranking.score(node), "metric": node.metric_value,
+                                 "hidden_score": node.hidden_score, "gain": node_gain(journal, node)}
         if registry.get(node.operation).report.reference == "gene_sources":
             entry["gene_sources"] = list(dict.fromkeys(node.gene_sources.values()))
         entries.append(entry)

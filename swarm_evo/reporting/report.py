@@ -17,8 +17,10 @@ from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.llm.ledger import LLMTotals, cost_text
 from swarm_evo.population.node import Node
-from swarm_evo.reporting.fitness_report import fitness_lines, fitness_summary
-from swarm_evo.reporting.operation_stats import best_lineage, improvements_by_operation, lineage_text
+from swarm_evo.reporting.fitness_report import (HIDDEN_NAME, PRINTED_NAME, fitness_lines, fitness_summary, fmt_score,
+                                                score_name, shown_score)
+from swarm_evo.reporting.operation_stats import (best_lineage, improvements_by_operation, lineage_text,
+                                                 printed_gains_by_operation)
 
 
 def node_status(node: Node, best: Node | None) -> str:
@@ -30,30 +32,61 @@ def node_status(node: Node, best: Node | None) -> str:
     return "best" if best is not None and best.id == node.id else "valid"
 
 
-def node_table(journal: Journal) -> list[dict[str, Any]]:
-    """One row per node: step, id (8 chars), phase, operation, parent, status, metric (printed),
-    hidden score (None without a hidden split), debug attempts, approach tag, exec and wall seconds."""
+def score_column(name: str) -> str:
+    """The node table's column of the score the run selects on: ``hidden_split_score`` or
+    ``validation_metric`` (:func:`swarm_evo.reporting.fitness_report.score_name`)."""
+    return name.replace("-", "_").replace(" ", "_")
+
+
+def _rounded(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def node_table(journal: Journal, links: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
+    """One row per node: step, id (8 chars), phase, operation, parent, status, the score the run
+    selects on under its own name (``hidden_split_score``, with ``printed_metric`` beside it, in
+    a run that selects on its hidden split; else ``validation_metric``: :func:`score_column`),
+    debug attempts, exception type, approach tag, ``exec_s_all_attempts`` (the program's
+    seconds summed over every execution of the node: its first run and each debug attempt;
+    the journal's ``exec_time`` is the last execution's alone), ``exec_s_last`` (that
+    ``exec_time``), ``wall_s`` (the whole step), ``tokens`` (prompt + completion tokens of the
+    node's model calls) and ``cost_usd`` (their cost; None when a call had no price).
+
+    ``links`` (``{node id: {column: markdown}}``, from the Prefect side: the step's flow run,
+    the node's page) adds those columns to the rows of the nodes it names, the same columns to
+    every row (empty where a node has none)."""
     rows = []
     best = journal.best_node()
+    name = score_name(journal)
+    hidden = name == HIDDEN_NAME
+    extra = list(dict.fromkeys(col for cols in (links or {}).values() for col in cols))
     for n in journal.nodes:
         timings = n.metadata.get("timings") or {}
-        rows.append(
-            {
-                "step": n.step,
-                "node": n.id[:8],
-                "phase": n.phase,
-                "operation": n.operation,
-                "parent": (n.parent_id or "")[:8],
-                "status": node_status(n, best),
-                "metric": None if n.metric_value is None else round(n.metric_value, 6),
-                "hidden_score": n.hidden_score,
-                "debug_attempts": n.debug_attempts,
-                "exc_type": n.exc_type or "",
-                "approach": (n.approach_tag or "")[:80],
-                "exec_s": timings.get("exec"),
-                "wall_s": timings.get("wall"),
-            }
-        )
+        usage = n.llm_usage
+        row: dict[str, Any] = {
+            "step": n.step,
+            "node": n.id[:8],
+            "phase": n.phase,
+            "operation": n.operation,
+            "parent": (n.parent_id or "")[:8],
+            "status": node_status(n, best),
+            score_column(name): _rounded(shown_score(n, name)),
+        }
+        if hidden:
+            row["printed_metric"] = _rounded(n.metric_value)
+        row.update({
+            "debug_attempts": n.debug_attempts,
+            "exc_type": n.exc_type or "",
+            "approach": (n.approach_tag or "")[:80],
+            "exec_s_all_attempts": timings.get("exec"),
+            "exec_s_last": _rounded(n.exec_time, 3),
+            "wall_s": timings.get("wall"),
+            "tokens": usage.prompt_tokens + usage.completion_tokens,
+            "cost_usd": _rounded(usage.cost),
+        })
+        mine = (links or {}).get(n.id) or {}
+        row.update({col: mine.get(col, "") for col in extra})
+        rows.append(row)
     return rows
 
 
@@ -62,14 +95,22 @@ def _mean(values: list[float]) -> float | None:
 
 
 def progress_line(journal: Journal, max_steps: int, llm: LLMTotals) -> str:
-    """One line for the live progress artifact: nodes of the budget, valid, best metric, and
-    the model calls so far (calls, failed, tokens, cost), e.g.
-    ``12/30 nodes, 9 valid, best 0.8012; LLM: 41 calls (2 failed), 310k tokens, $0.42``."""
+    """One line for the live progress artifact: nodes of the budget, valid, the best node's
+    score (named: the hidden-split score with the printed metric beside it, or the validation
+    metric), and the model calls so far (calls, failed, tokens, cost), e.g.
+    ``12/30 nodes, 9 valid, best hidden-split score 0.8012 (printed 0.8133); LLM: 41 calls (2 failed), 310k tokens, $0.42``."""
     best = journal.best_node()
     tokens = llm.prompt_tokens + llm.completion_tokens
     cost = cost_text(llm, digits=2)
+    name = score_name(journal)
+    if best is None:
+        shown = "-"
+    elif name == HIDDEN_NAME:
+        shown = f"{name} {ranking.score(best):.6g} (printed {fmt_score(best.metric_value)})"
+    else:
+        shown = f"{name} {ranking.score(best):.6g}"
     return (f"{len(journal)}/{max_steps} nodes, {len(journal.valid_pool())} valid, best "
-            f"{'-' if best is None else f'{ranking.score(best):.6g}'}; LLM: {llm.calls} calls "
+            f"{shown}; LLM: {llm.calls} calls "
             f"({llm.failed_calls} failed), {tokens / 1000:.0f}k tokens, {cost}")
 
 
@@ -90,7 +131,11 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
     (what the sandbox confined, from the runtime probe; ``confined`` False: programs ran
     unconfined, ``sandbox.allow_unconfined``), ``fitness`` (what the run selected on, the printed
     metric against the hidden score: :func:`swarm_evo.reporting.fitness_report.fitness_summary`;
-    ``hand_in.final_fit`` the final fit's outcome, None without one)."""
+    ``hand_in.final_fit`` the final fit's outcome, None without one), ``score_name`` (what the
+    run selects on, by name: :func:`swarm_evo.reporting.fitness_report.score_name`; the best
+    node's ``score`` is that score) and ``printed_gains`` (per operation, the mean gain of the
+    printed metric over the same parents:
+    :func:`swarm_evo.reporting.operation_stats.printed_gains_by_operation`)."""
     nodes = journal.nodes
     best = journal.best_node()
     chosen, why = hand_in if hand_in is not None else journal.submission_candidate()
@@ -118,8 +163,9 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
         "dead": sum(1 for n in nodes if n.dead),
         "buggy": sum(1 for n in nodes if n.is_buggy),
         "operations": per_op,
+        "score_name": score_name(journal),
         "best_node": None if best is None else {"id": best.id, "step": best.step, "metric": best.metric_value,
-                                                "hidden_score": best.hidden_score,
+                                                "hidden_score": best.hidden_score, "score": ranking.score(best),
                                                 "operation": best.operation, "approach": best.approach_tag},
         "seconds_per_node": split,
         "grade_report": dumped if is_grade else None,
@@ -130,6 +176,7 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
         "llm": llm,
         "stop_reason": stop_reason,
         "improvements": improvements_by_operation(journal),
+        "printed_gains": printed_gains_by_operation(journal),
         "best_lineage": best_lineage(journal),
         "confinement": (journal.info.get("runtime") or {}).get("confinement"),
         "confined": (journal.info.get("runtime") or {}).get("confined", True),
@@ -151,15 +198,22 @@ def improvement_lines(summary: dict[str, Any]) -> list[str]:
     improvements = summary.get("improvements")
     if not improvements:
         return []
+    name = summary.get("score_name") or PRINTED_NAME
+    hidden = name == HIDDEN_NAME
+    printed = summary.get("printed_gains") or {}
+    beside = (" The last column is the mean gain of the printed validation metric over the same parents: "
+              "where the two disagree, the program's own validation misjudged the change." if hidden else "")
     lines = ["", "## Where improvements come from", "",
-             "A valid child *improved* when its validation metric beats its parent's (a merge: the best "
-             "of its gene sources; drafts have no parent; a child of a buggy parent is not compared). "
-             "Gains are in the metric's units, positive = better whatever its direction.", "",
-             "| operation | children | valid | compared | improved | improvement rate | mean gain | new bests |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"A valid child *improved* when its {name} (what the run selects on) beats its parent's (a merge: "
+             "the best of its gene sources; drafts have no parent; a child of a buggy parent is not compared). "
+             f"Gains are in the metric's units, positive = better whatever its direction.{beside}", "",
+             f"| operation | children | valid | compared | improved | improvement rate | mean gain ({name}) | new bests |"
+             + (" mean gain (printed metric) |" if hidden else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if hidden else "")]
     for op, s in improvements.items():
         lines.append(f"| {op} | {s['children']} | {s['valid']} | {s['compared']} | {s['improved']} | "
-                     f"{_num(s['improvement_rate'])} | {_num(s['mean_gain'], signed=True)} | {s['new_best']} |")
+                     f"{_num(s['improvement_rate'])} | {_num(s['mean_gain'], signed=True)} | {s['new_best']} |"
+                     + (f" {_num(printed.get(op), signed=True)} |" if hidden else ""))
     lines += ["", f"**Best lineage:** {lineage_text(summary.get('best_lineage'))}"]
     return lines
 
@@ -186,11 +240,15 @@ def final_report_markdown(
     lines = [f"# swarm-evo run: {summary.get('competition_id') or summary.get('problem')}", ""]
     grade = summary.get("grade_report") or summary.get("problem_report") or {}
     best = summary.get("best_node")
+    name = summary.get("score_name") or (HIDDEN_NAME if (best or {}).get("hidden_score") is not None else PRINTED_NAME)
     if best:
-        held_out = f", hidden-split score {best['hidden_score']}" if best.get("hidden_score") is not None else ""
+        if name == HIDDEN_NAME:
+            scores = f"{name} {best['hidden_score']} (selected on; printed validation metric {best['metric']})"
+        else:
+            scores = f"{name} {best['metric']}"
         lines += [
             f"**Best node** step {best['step']} ({best['operation']}, `{best['id'][:8]}`): "
-            f"validation metric {best['metric']}{held_out}; {best['approach'] or ''}",
+            f"{scores}; {best['approach'] or ''}",
             "",
         ]
     else:
@@ -238,14 +296,14 @@ def final_report_markdown(
             lines.append(f"| {op} | {row['calls']} | {row['failed_calls']} | {row['prompt_tokens']} | "
                          f"{row['completion_tokens']} | {cost} |")
     if chart:
-        lines += ["", "## Best validation metric over steps", "", f"![best validation metric over steps]({chart})"]
+        lines += ["", f"## Best {name} over steps", "", f"![best {name} over steps]({chart})"]
     if tree_image or tree_link:
         lines += ["", "## Evolution tree", ""]
         if tree_image:
             lines += [f"![evolution tree]({tree_image})", ""]
         if tree_link and PurePath(tree_link).is_absolute():
-            lines.append(f"Interactive tree (hover a node for its step, operation and metric): open `{tree_link}` "
+            lines.append(f"Interactive tree (hover a node for its step, operation and {name}): open `{tree_link}` "
                          "in a browser.")
         elif tree_link:
-            lines.append(f"Interactive tree (hover a node for its step, operation and metric): [{tree_link}]({tree_link})")
+            lines.append(f"Interactive tree (hover a node for its step, operation and {name}): [{tree_link}]({tree_link})")
     return "\n".join(lines) + "\n"

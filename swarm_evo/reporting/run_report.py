@@ -22,7 +22,7 @@ from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
-from swarm_evo.reporting.fitness_report import fitness_summary
+from swarm_evo.reporting.fitness_report import fitness_summary, score_name
 from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats, operations_of
 
 NO_AGENT = "none"
@@ -178,8 +178,11 @@ def build_run_report(
     * ``dead`` — nodes with ``dead``.
     * ``buggy`` — nodes with ``is_buggy``.
     * ``best`` — the journal's best node (:meth:`Journal.best_node`) as
-      ``{node_id, step, operation, agent_id, metric}`` (metric = plain ``metric_value``), or
-      None without a valid node.
+      ``{node_id, step, operation, agent_id, score, metric}`` (score =
+      :func:`swarm_evo.population.ranking.score`, what the run selects on; metric = plain
+      ``metric_value``, the printed one), or None without a valid node.
+    * ``score_name`` — what ``score`` is, by name (``hidden-split score`` or ``validation
+      metric``: :func:`swarm_evo.reporting.fitness_report.score_name`).
     * ``operations`` — ``{operation: operation_stats(...) | improvement_stats(...)}``: the
       operations every report lists (:func:`swarm_evo.operators.registry.listed_operations`:
       draft, merge, mutate), always present (count 0 and None rates for an unused operation);
@@ -228,9 +231,11 @@ def build_run_report(
             "step": best.step,
             "operation": best.operation,
             "agent_id": best.agent_id,
+            "score": ranking.score(best),
             "metric": best.metric_value,
             **({"hidden_score": best.hidden_score} if best.hidden_score is not None else {}),
         },
+        "score_name": score_name(journal),
         "fitness": fitness_summary(journal),
         "operations": {op: {**operation_stats(journal, op), **improvement_stats(journal, op)}
                        for op in operations_of(journal)},
