@@ -24,6 +24,14 @@ from tasks.review import review_or_facts
 
 
 def _outcome(node: Node) -> dict | State:
+    """The step run's result: a summary of its node; for a dead node a state named ``Dead``
+    carrying it, after a WARNING log line with the node's failure (its exception and the tail of
+    its last output) and a ``dead-step<n>`` task run that ends Failed (``Dead``) with that text
+    as its message, so the death shows in a failure colour in the Prefect UI (issue 54, item 2).
+
+    The step run itself stays Completed-type (``Completed(name="Dead")``): its caller
+    (flows/_epoch.py) calls it without ``return_state=True``, and a Failed step would raise there.
+    """
     summary = {
         "node_id": node.id,
         "step": node.step,
@@ -34,8 +42,13 @@ def _outcome(node: Node) -> dict | State:
         "debug_attempts": node.debug_attempts,
     }
     if node.dead:
+        from tasks.persist import dead_state, mark_dead
+
+        dead = dead_state(node)
+        get_run_logger().warning("step %s %s: node %s %s", node.step, node.operation, node.id[:8], dead.message)
+        mark_dead(node.id, node.step, dead.message, return_state=True)
         # A named final state marks the dead node without failing the parent flow.
-        return Completed(name="Dead", message=f"{node.exc_type or 'failed'} after {node.debug_attempts} debug attempts", data=summary)
+        return Completed(name="Dead", message=dead.message.splitlines()[0][:500], data=summary)
     return summary
 
 

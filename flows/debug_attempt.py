@@ -4,18 +4,26 @@ Its parameters carry the previous attempt's code and error output, so attempt n 
 works on attempt n−1's result in the Prefect UI (after an attempt whose fix could not be
 generated, on the last attempt that ran). Prefect ``retries`` would re-run it with the
 same parameters, which is why the chain is a loop of subflow runs and not a retry.
+
+An attempt that failed (its fix could not be generated, or its program failed) ends its subflow
+run in a Failed state named ``AttemptFailed`` whose message is the error's tail, so the UI shows
+it in a failure colour (issue 54, item 2); :func:`debug_attempt` calls the flow with
+``return_state=True`` and hands the :class:`Attempt` back, so the step's run still completes
+(Prefect 3.8.8: a parent flow that returns normally is Completed whatever the final states of
+the subflows it called with ``return_state=True``).
 """
 
 from __future__ import annotations
 
-from prefect import flow, runtime
+from prefect import flow, get_run_logger, runtime
+from prefect.states import State
 
 from swarm_evo.llm.errors import GenerationError
 from swarm_evo.population.node import LLMUsage
 from swarm_evo.sandbox import ExecutionResult
 from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.step import generation
-from tasks.execute import execute
+from tasks.execute import execute, failed_attempt_state, unwrap_attempt
 from tasks.generate import generate_debug
 
 NO_PROGRAM = "GenerationError"
@@ -34,7 +42,10 @@ def _run_name() -> str:
     return f"debug-{str(params['node_id'])[:8]}-attempt{params['attempt']}"
 
 
-@flow(name="debug-attempt", flow_run_name=_run_name)
+ATTEMPT_FAILED = "AttemptFailed"
+"""Name of the Failed state of a debug-attempt subflow run whose attempt failed."""
+
+
 def debug_attempt(
     run_dir: str,
     node_id: str,
@@ -45,7 +56,31 @@ def debug_attempt(
     previous_exc_type: str | None,
     previous_problems: list[str],
 ) -> Attempt:
-    """Ask for a minimal fix of ``previous_code`` given its output, then execute the fix.
+    """Run one debug attempt as its own subflow run (:func:`debug_attempt_flow`) and return its
+    :class:`Attempt`, failed or not; the run itself ends Failed (``AttemptFailed``) when the
+    attempt failed. An error of the flow itself (a sandbox failure) raises as before."""
+    state = debug_attempt_flow(
+        run_dir=run_dir, node_id=node_id, slot=slot, attempt=attempt, previous_code=previous_code,
+        previous_term_out=previous_term_out, previous_exc_type=previous_exc_type,
+        previous_problems=previous_problems, return_state=True,
+    )
+    return unwrap_attempt(state)
+
+
+@flow(name="debug-attempt", flow_run_name=_run_name)
+def debug_attempt_flow(
+    run_dir: str,
+    node_id: str,
+    slot: int,
+    attempt: int,
+    previous_code: str,
+    previous_term_out: str,
+    previous_exc_type: str | None,
+    previous_problems: list[str],
+) -> Attempt | State:
+    """Ask for a minimal fix of ``previous_code`` given its output, then execute the fix; a failed
+    attempt ends the run Failed (``AttemptFailed``, the error's tail as its message, logged at
+    WARNING).
 
     A generation that fails for good (a reply without code after its re-ask, a model error
     after its retries, the run's deadline), or a fix that returns the previous program
@@ -53,6 +88,18 @@ def debug_attempt(
     ``GenerationError`` without running anything (:func:`generation_failed`); the chain goes
     on, and the next attempt works on the last program that ran (flows/_step.py).
     """
+    result = _attempt(run_dir, node_id, slot, attempt, previous_code, previous_term_out, previous_exc_type,
+                      previous_problems)
+    if not result.failed:
+        return result
+    state = failed_attempt_state(result, ATTEMPT_FAILED)
+    get_run_logger().warning("node %s: debug %s", node_id[:8], state.message)
+    return state
+
+
+def _attempt(run_dir: str, node_id: str, slot: int, attempt: int, previous_code: str, previous_term_out: str,
+             previous_exc_type: str | None, previous_problems: list[str]) -> Attempt:
+    """The attempt itself: generate the fix, then run it (:func:`debug_attempt_flow`)."""
     try:
         fix = generate_debug(
             run_dir, node_id, slot, attempt, previous_code, previous_term_out, previous_exc_type, previous_problems

@@ -165,8 +165,10 @@ def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
     debugged = [n for n in journal["nodes"] if n["debug_attempts"] > 0]
     assert debugged, f"fault_rate 0.4 over {STEPS} nodes plants at least one bug"
     ids = {n["id"] for n in journal["nodes"]}  # attempts of a step that failed later made no node
+    # an attempt whose program failed ends Failed (AttemptFailed, its error's tail as the message:
+    # issue 54, item 2); one that fixed the node Completed
     attempts = [r for r in by_flow.get("debug-attempt", []) if r.parameters["run_dir"] == str(run_dir)
-                and r.parameters["node_id"] in ids and r.state_type == StateType.COMPLETED]
+                and r.parameters["node_id"] in ids and r.state_type in (StateType.COMPLETED, StateType.FAILED)]
     assert len(attempts) == sum(n["debug_attempts"] for n in journal["nodes"])
     for node in debugged:
         mine = sorted((r for r in attempts if r.parameters["node_id"] == node["id"]), key=lambda r: r.parameters["attempt"])
@@ -177,6 +179,11 @@ def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
             # attempt n carries attempt n-1's code and error output (chained debug)
             assert run.parameters["previous_code"] == history[n - 1]["code"]
             assert run.parameters["previous_term_out"] == history[n - 1]["term_out"]
+            if history[n]["problems"]:
+                assert run.state_type == StateType.FAILED and run.state_name == "AttemptFailed", run.state_name
+                assert run.state.message.startswith(f"attempt {n} failed: {history[n]['exc_type'] or 'no exception'}")
+            else:
+                assert run.state_type == StateType.COMPLETED, run.state_name
     dead = [n for n in journal["nodes"] if n["dead"]]
     for node in dead:
         assert node["debug_attempts"] == 2 and node["is_buggy"]
