@@ -45,8 +45,12 @@ def artifact_key(run_dir: str, kind: str) -> str:
 
 
 def start_progress(run_dir: str) -> None:
-    """Create the run's progress artifact (0 %)."""
+    """Create the run's progress artifact (0 %); log at WARNING when the run's prices apply to no
+    call (:func:`swarm_evo.reporting.report.offline_price_note`)."""
     session = get_session(run_dir)
+    note = views.offline_price_note(session.config.model)
+    if note:
+        get_run_logger().warning("%s", note)
     done = 100.0 * len(session.journal) / session.config.search.max_steps
     artifact_id = create_progress_artifact(
         progress=done,
@@ -124,6 +128,7 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     session = get_session(run_dir)
     summary = views.run_summary(session.journal, grade, llm=session.ledger.summary().report(),
                                 stop_reason=session.stop_reason, hand_in=persistence.handed_in(session))
+    summary["price_note"] = views.offline_price_note(session.config.model)
     pictures = write_run_pictures(run_dir)
     chart, tree = pictures.get("chart"), pictures.get("tree")
     markdown = views.final_report_markdown(

@@ -214,3 +214,20 @@ def test_json_written_atomically_and_reread(tmp_path):
     assert again["phase2_started_at_step"] == 6
     assert again["operations"]["mutate"]["buggy_rate"] is None
     assert '"buggy_rate": null' in text and text.startswith('{\n  "nodes"')
+
+
+def test_prices_for_the_offline_model_are_called_out():
+    """Prices configured while every model of the run is the free offline model apply to no
+    call: the final report says so (issue 54, item 7); a priced real model gets no note."""
+    from swarm_evo.config import RunConfig
+    from swarm_evo.reporting.report import final_report_markdown, offline_price_note, run_summary
+
+    prices = {"model.input_cost_per_token": 1e-6, "model.output_cost_per_token": 2e-6}
+    offline = RunConfig().with_overrides(prices).model
+    note = offline_price_note(offline)
+    assert note and "offline model, which is free" in note and "cost stays $0" in note
+    assert offline_price_note(RunConfig().model) is None, "no prices, nothing to say"
+    real_review = RunConfig().with_overrides({**prices, "model.review_name": "openai/local-reviewer"}).model
+    assert offline_price_note(real_review) is None, "the prices can apply to the review model"
+    summary = {**run_summary(five_drafts()), "price_note": note}
+    assert f"**Note:** {note}." in final_report_markdown(summary)

@@ -90,6 +90,23 @@ def node_table(journal: Journal, links: dict[str, dict[str, str]] | None = None)
     return rows
 
 
+def offline_price_note(model: Any) -> str | None:
+    """A sentence when prices are configured (``model.input_cost_per_token`` /
+    ``output_cost_per_token``) but every model of the run (``name``, ``review_name``,
+    ``evolution_name``) is the built-in offline model, which is free: the prices apply to no call
+    and the cost stays $0 (issue 54, item 7). None otherwise. ``model`` is the run's
+    :class:`swarm_evo.config.ModelConfig`."""
+    if getattr(model, "input_cost_per_token", None) is None and getattr(model, "output_cost_per_token", None) is None:
+        return None
+    names = [model.name, getattr(model, "review_name", None) or model.name,
+             getattr(model, "evolution_name", None) or model.name]
+    if not all(n == "offline" or str(n).startswith("offline/") for n in names):
+        return None
+    return (f"model.input_cost_per_token / output_cost_per_token are set ({model.input_cost_per_token} / "
+            f"{model.output_cost_per_token} USD per token), but every model of this run is the built-in offline "
+            "model, which is free: the prices apply to no call and the cost stays $0")
+
+
 def _mean(values: list[float]) -> float | None:
     return round(statistics.fmean(values), 3) if values else None
 
@@ -295,6 +312,8 @@ def final_report_markdown(
             cost = cost_text(row)
             lines.append(f"| {op} | {row['calls']} | {row['failed_calls']} | {row['prompt_tokens']} | "
                          f"{row['completion_tokens']} | {cost} |")
+    if summary.get("price_note"):
+        lines += ["", f"**Note:** {summary['price_note']}."]
     if chart:
         lines += ["", f"## Best {name} over steps", "", f"![best {name} over steps]({chart})"]
     if tree_image or tree_link:
