@@ -21,6 +21,7 @@ from prefect.runtime import flow_run
 from flows._heartbeat_guard import heartbeats_guarded
 from flows._process_heap import heap_settled
 from flows._subflow import subflow_context
+from flows._writer_state import flow_run_state
 from flows.phase1_draft import phase1_draft
 from flows.phase2_evolve import phase2_evolve
 from flows.policy_search import policy_search
@@ -93,6 +94,7 @@ def two_phase_evo(
     python: str | None = None,
     max_consecutive_failures: int | None = None,
     store: str | None = None,
+    take_over: bool = False,
 ) -> dict:
     """Solve one competition, or one optimisation problem, with the two-phase evolutionary search
     (or, for ablations, the ``greedy`` or ``random`` search policy).
@@ -132,6 +134,10 @@ def two_phase_evo(
         store: the run store, a directory or an fsspec URL (``store``; default ``$SWARM_EVO_STORE``):
             the run directory is mirrored to ``STORE/runs/<run directory's name>/`` as the run goes
             (swarm_evo/store/mirror.py). StoreError when it cannot be reached or written.
+        take_over: with a store, take the run's location over even while its writer is alive (its
+            flow run Running, its process alive on this host, or its last write to the store recent):
+            that copy stops at its next check (swarm_evo/store/liveness.py). Without it such a
+            resume is refused (WriterAliveError) before anything is written.
         resume: a run directory to continue after a crash or a stop (swarm_evo/run/resume.py),
             or a run in a store, ``STORE/runs/<name>`` (fetched into ``runs/<name>`` here unless
             that already holds the run, then mirrored back to the same place):
@@ -176,6 +182,8 @@ def two_phase_evo(
         config=config,
         endpoint=endpoint_for(config.model, api_key),
         owner=new_owner(flow_run.get_id(), flow_run.get_name()),  # named in a superseded copy's message
+        take_over=take_over,
+        writer_state=flow_run_state,  # the lease holder's flow run, where the API knows it (issue 53, item 3)
     )
     try:
         return _search(session, config, llm_block)

@@ -316,8 +316,8 @@ print("swaps", swaps)
     sent: list[bytes] = []  # every upload, not only the store's last version of each file
     real_put = mirror_module.put_object
 
-    def recording_put(target, rel, source, made_dirs=None):
-        data = source if isinstance(source, bytes) else source.read()
+    def recording_put(target, rel, source, made_dirs=None, limit=None):
+        data = source if isinstance(source, bytes) else source.read(limit if limit is not None else -1)
         sent.append(data)
         real_put(target, rel, data, made_dirs)
 
@@ -364,3 +364,171 @@ def test_a_password_in_a_url_is_refused_and_never_echoed():
         open_store("sftp://alice:hunter2@host/runs")
     assert "hunter2" not in str(caught.value) and "sftp://alice:***@host/runs" in str(caught.value)
     assert "ssh key" in str(caught.value)
+
+
+# ------------------------------------------- every store kind is fenced, one process per run (issue 53)
+HOLDER = """
+import sys, time
+from pathlib import Path
+what, target = sys.argv[1], sys.argv[2]
+if what == "lock":  # a live session's hold on its run directory
+    from swarm_evo.store.run_lock import lock_run_dir
+    lock_run_dir(Path(target))
+elif what == "lease":  # a live writer of a directory store's location
+    from swarm_evo.store import open_store
+    from swarm_evo.store.lease import new_owner, take_over
+    take_over(open_store(target).run(sys.argv[3]), "run-a", sys.argv[4].split(","), new_owner("flow-run-live", "r"))
+else:  # a taker killed in the middle of writing the lease
+    import os, signal
+    from swarm_evo.store import open_store
+    from swarm_evo.store.location import put_object
+    class Dying:
+        calls = 0
+        def read(self, n=-1):
+            Dying.calls += 1
+            if Dying.calls > 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return b'{"run_id": "run-a", "generation": 9, "owner": {"host": "dying", '
+    put_object(open_store(target).run(sys.argv[3]), "lease.json", Dying())
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def holders():
+    """Start real processes that hold something (``holders.start(kind, *args)``); killed at the end."""
+    import subprocess
+
+    started: list[subprocess.Popen] = []
+
+    class Holders:
+        @staticmethod
+        def start(*args: str) -> subprocess.Popen:
+            proc = subprocess.Popen([sys.executable, "-c", HOLDER, *args], stdout=subprocess.PIPE, text=True)
+            started.append(proc)
+            line = proc.stdout.readline()
+            assert line == "ready\n" or proc.wait(timeout=30) is not None
+            return proc
+
+    yield Holders
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_a_writer_and_an_in_place_resume_of_a_directory_store_never_both_write(tmp_path):
+    """Issue 53, item 1 (seen: A's next sync replaced the in-place resume's 3-node journal with its
+    2-node one). The in-place copy takes the lease: A uploads nothing more; a later resume elsewhere
+    takes it again: the in-place copy's next journal write is refused before it is written."""
+    from swarm_evo.population.journal import Journal
+    from swarm_evo.store.lease import read_lease
+
+    store = open_store(tmp_path / "store")
+    location = store.run("r")
+    a = fake_run(tmp_path / "machine-1" / "r", 2)
+    a_mirror = a.mirror(store, new_owner("flow-run-a", "r"))
+    assert a_mirror.flush(timeout=30) and stored_ids(location) == ["n0", "n1"]
+
+    in_place = Path(location.root)  # `swarm-evo resume STORE/runs/r` with a plain path: the store's own folder
+    b_mirror = FakeRun(in_place, "run-a", ["n0", "n1"]).mirror(store, new_owner("flow-run-b", "r-resume1"))
+    assert b_mirror.in_place and read_lease(location).generation == 2
+    fake_run(in_place, 3)  # B's third node, written in place
+    fake_run(a.dir, 3)  # A goes on with another third node
+    (a.dir / "nodes" / "n2" / "solution.py").write_text("print('A')\n")
+    assert not a_mirror.flush(timeout=30) and "flow run flow-run-b (r-resume1)" in str(a_mirror.superseded)
+    assert stored_ids(location) == ["n0", "n1", "n2"]
+    assert (in_place / "nodes" / "n2" / "solution.py").read_text() == "print(2)\n", "A wrote nothing"
+    assert not (in_place / "lease.json.tmp").exists() and not list(in_place.glob(".lease.json.*.tmp"))
+
+    journal = Journal(in_place / "journal.json")
+    journal.before_save = b_mirror.check_writer  # what open_session sets for a run in place
+    journal.save()  # B still holds the lease
+    c_dir = tmp_path / "machine-3" / "r"
+    fetch_run(location, c_dir)
+    take_over(location, "run-a", ["n0", "n1", "n2"], new_owner("flow-run-c", "r-resume2"))
+    journal.info["mine"] = True
+    with pytest.raises(SupersededError, match="flow run flow-run-c"):
+        journal.save()
+    assert "mine" not in json.loads((in_place / "journal.json").read_text())["info"], "nothing written"
+    assert b_mirror.superseded is not None and not b_mirror.close(timeout=5)
+    a_mirror.close(timeout=5)
+
+
+def test_a_taker_killed_while_writing_the_lease_leaves_the_old_one_whole(tmp_path, holders):
+    """The lease is replaced whole (temp + rename): a real process SIGKILLed in the middle of its
+    write leaves the holder's lease, never half a lease that reads as nobody's."""
+    store = open_store(tmp_path / "store")
+    run = fake_run(tmp_path / "r", 1)
+    mirror = RunMirror(run.dir, store.run("r"), lease=take_over(store.run("r"), "run-a", ["n0"], new_owner("live")))
+    dying = holders.start("die", str(tmp_path / "store"), "r")
+    assert dying.wait(timeout=30) == -9
+    assert list((tmp_path / "store" / "runs" / "r").glob(".lease.json.*.tmp")), "killed in the middle of its write"
+    assert mirror.sync_once() >= 0, "the healthy writer is still the writer"
+    assert json.loads((tmp_path / "store" / "runs" / "r" / "lease.json").read_text())["owner"]["flow_run_id"] == "live"
+
+
+def test_one_process_per_run_directory(tmp_path, holders):
+    """Issue 53, item 2: a real process holds the run directory; a second opener here is refused,
+    naming it, and a resume from the store neither moves the directory aside nor fetches into it;
+    once that process is killed the directory opens."""
+    from swarm_evo.store.run_lock import LOCK_FILE, RunDirectoryBusyError, check_free, lock_run_dir
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    fake_run(tmp_path / "elsewhere" / "r", 3).mirror(store, new_owner("gone")).close(timeout=30)
+    run = fake_run(tmp_path / "runs" / "r", 2)  # behind the store: a resume would move it aside
+    holder = holders.start("lock", str(run.dir))
+    for attempt in (lambda: lock_run_dir(run.dir), lambda: check_free(run.dir),
+                    lambda: resolve_run(store.run("r").url, tmp_path / "runs")):
+        with pytest.raises(RunDirectoryBusyError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert f"pid {holder.pid} on host " in message and " since 20" in message and str(run.dir) in message
+    assert stored_ids(store.run("r")) == ["n0", "n1", "n2"] and not list(run.dir.parent.glob("r.stale-*"))
+    assert LOCK_FILE not in store_files(store.run("r").url)
+    holder.kill()
+    holder.wait(timeout=30)
+    mine = lock_run_dir(run.dir)  # the kernel released the dead process's lock
+    again = lock_run_dir(run.dir)  # a session opened again in this process takes the hold on
+    mine.release()  # the earlier session's release lets nothing go
+    other = holders.start("lock", str(run.dir))
+    assert other.poll() is not None, "still held by this process"
+    again.release()
+    holders.start("lock", str(run.dir))
+    with pytest.raises(RunDirectoryBusyError):
+        check_free(run.dir)
+
+
+def test_a_live_writer_is_not_superseded_without_take_over(tmp_path, holders):
+    """Issue 53, item 3, on a directory store: a resume asks whether the lease holder lives (its
+    process on this host, its flow run's state, its last write to the store) before taking over."""
+    from swarm_evo.store.lease import Lease, write_lease
+    from swarm_evo.store.liveness import WriterAliveError, check_writer
+
+    store = open_store(tmp_path / "store")
+    location = store.run("r")
+    fake_run(Path(location.root), 2)
+    live = holders.start("lease", str(tmp_path / "store"), "r", "n0,n1")
+    mine = new_owner("flow-run-me", "r-resume1")
+    with pytest.raises(WriterAliveError) as caught:
+        FakeRun(tmp_path / "runs" / "r", "run-a", ["n0", "n1"]).mirror(store, mine)
+    message = str(caught.value)
+    assert f"flow run flow-run-live (r) on host" in message and f"(pid {live.pid}) since 20" in message
+    assert f"its process (pid {live.pid}) runs on this host" in message and "--take-over" in message
+    assert check_writer(location, mine, writer_state=lambda _: "CRASHED") is not None  # the API: it ended
+    assert check_writer(location, mine, take_over=True).owner["pid"] == live.pid
+    live.kill()
+    live.wait(timeout=30)
+    assert check_writer(location, mine).owner["pid"] == live.pid  # dead: may be taken over
+
+    elsewhere = Lease("run-a", 5, {"host": "worker-7", "pid": 1, "flow_run_id": "f7", "since": "2026-11-27T18:40:02+00:00"})
+    write_lease(location, elsewhere)
+    with pytest.raises(WriterAliveError, match=r"on host worker-7 \(pid 1\).*last wrote the store \d+ s ago"):
+        check_writer(location, mine)
+    with pytest.raises(WriterAliveError, match="its flow run is Running"):
+        check_writer(location, mine, writer_state=lambda _: "RUNNING")
+    old = time.time() - 600
+    for name in ("lease.json", "journal.json"):
+        os.utime(Path(location.root) / name, (old, old))
+    assert check_writer(location, mine).generation == 5  # silent for 10 minutes, no API: dead

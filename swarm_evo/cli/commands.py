@@ -9,7 +9,7 @@
                   [--python PYTHON_OR_VENV]
     swarm-evo resume RUN_DIR [--max-steps N] [--time-limit SEC] [--parallel-workers W]
                      [--executor local|docker] [--image IMAGE] [--gpus G] [--llm-block NAME]
-                     [--max-consecutive-failures N]
+                     [--max-consecutive-failures N] [--take-over]
     swarm-evo grade --competition-id ID --data-dir DATA_DIR SUBMISSION_CSV
     swarm-evo eval run|submit --problem P PROGRAM.py [--results-dir DIR] [--num-runs N] [--timeout S]
     swarm-evo eval status|result JOB_ID;  swarm-evo eval serve [--name default]
@@ -98,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("run_dir", help="the run directory (holds journal.json), or a run in a store: STORE/runs/<name>, "
                    "fetched into runs/<name> here")
     c.add_argument("--store", default=None, help=STORE_HELP + "; a run resumed from a store goes on mirroring there")
+    c.add_argument("--take-over", action="store_true", help="take the run's store location over even while its "
+                   "writer is alive (that copy stops); without it such a resume is refused (docs/many-machines.md)")
     c.add_argument("--max-steps", type=int, default=None, help="a new budget (nodes in the journal, all told)")
     c.add_argument("--time-limit", type=float, default=None,
                    help="seconds for the whole run, time before the crash included")
@@ -297,6 +299,7 @@ def _resume(args):
     """Everything ``swarm-evo resume`` does before its flow; returns the flow call (a callable)."""
     from swarm_evo.run.resume import read_run_info
     from swarm_evo.store import StoreError, resolve_run
+    from swarm_evo.store.run_lock import check_free
     from swarm_evo.store.location import redact_url
 
     _start_flow()
@@ -310,6 +313,7 @@ def _resume(args):
         raise StoreError(f"resume {said}") from None
     if run_store is not None:
         print(f"fetched {args.run_dir} into {run_dir}")
+    check_free(run_dir)  # one process per run directory (issue 53, item 2)
     info = read_run_info(run_dir)
     llm_block = args.llm_block or info.llm_block
     overrides = dict(
@@ -319,14 +323,14 @@ def _resume(args):
     )
     config, api_key = resolve_config(base=info.config, llm_block=llm_block, sandbox_block=args.sandbox_block,
                                      **overrides)
-    check_store_option(config, store_source(args), run_dir)  # the store's copy of the run is not ahead
+    check_store_option(config, store_source(args), run_dir, take_over=args.take_over)  # not ahead, no live writer
     _preflight(config, api_key, info.competition_id, info.problem, info.data_dir, None)  # a path or a store URL
     print(f"resuming {run_dir}: {info.nodes} of {config.search.max_steps} nodes done ({info.policy})")
     from flows._ephemeral import start_ephemeral_api
     from flows.two_phase_evo import two_phase_evo
 
     start_ephemeral_api()
-    return lambda: two_phase_evo(resume=str(run_dir), llm_block=args.llm_block,
+    return lambda: two_phase_evo(resume=str(run_dir), llm_block=args.llm_block, take_over=args.take_over,
                                  sandbox_block=args.sandbox_block, **overrides)
 
 

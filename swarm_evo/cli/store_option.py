@@ -40,13 +40,13 @@ def store_source(args) -> str:
     return f"${STORE_ENV}" if os.environ.get(STORE_ENV) else "store (config)"
 
 
-def check_store_option(config, source: str, run_dir: Path | None = None):
+def check_store_option(config, source: str, run_dir: Path | None = None, *, take_over: bool = False):
     """Reach and write the run store (``config.store.url``) once, before anything runs, and, given
     ``run_dir``, :func:`check_run_location`; prints the store. Returns it (None without one).
 
     Raises:
         StoreError: one line starting with ``source`` (``--store``), the URL and the error;
-            ``LocationClashError`` / ``StaleCopyError`` (:func:`check_run_location`).
+            ``LocationClashError`` / ``StaleCopyError`` / ``WriterAliveError`` (:func:`check_run_location`).
     """
     if not config.store.url:
         return None
@@ -58,18 +58,20 @@ def check_store_option(config, source: str, run_dir: Path | None = None):
     except StoreError as exc:
         raise StoreError(f"{source} {exc}") from None
     if run_dir is not None:
-        check_run_location(store, run_dir)
+        check_run_location(store, run_dir, take_over=take_over)
     print(f"store: {config.store.url}")
     return store
 
 
-def check_run_location(store, run_dir: Path) -> None:
+def check_run_location(store, run_dir: Path, *, take_over: bool = False) -> None:
     """Before a run starts: may the run in ``run_dir`` (a new one, or one whose journal is there)
     take ``STORE/runs/<its name>`` over? Not when it holds another run, nor when the store's copy
-    of this run is further on (issue 40, items 3 and 6). No-op without a store.
+    of this run is further on (issue 40, items 3 and 6), nor, unless ``take_over``, while its
+    writer is alive (issue 53, item 3; the flow run's state asked of ``PREFECT_API_URL`` when set).
+    No-op without a store.
 
     Raises:
-        LocationClashError, StaleCopyError: one line naming the location and the fix.
+        LocationClashError, StaleCopyError, WriterAliveError: one line naming the location and the fix.
     """
     if store is None:
         return
@@ -83,4 +85,10 @@ def check_run_location(store, run_dir: Path) -> None:
     except (OSError, ValueError):
         data = {}
     nodes = [str(n.get("id")) for n in data.get("nodes") or [] if isinstance(n, dict)]
-    check_claim(store.run(Path(run_dir).resolve().name), (data.get("info") or {}).get("run_id"), nodes)
+    location = store.run(Path(run_dir).resolve().name)
+    check_claim(location, (data.get("info") or {}).get("run_id"), nodes)
+    from flows._writer_state import flow_run_state
+    from swarm_evo.store.lease import new_owner
+    from swarm_evo.store.liveness import check_writer
+
+    check_writer(location, new_owner(), take_over=take_over, writer_state=flow_run_state)

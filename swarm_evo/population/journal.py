@@ -118,6 +118,9 @@ class Journal:
         self._lock = threading.RLock()
         self.after_save: Callable[[], None] | None = None
         """Called after every write of the file (the run store's mirror asks for a sync)."""
+        self.before_save: Callable[[], None] | None = None
+        """Called before every write of the file; what it raises stops the write (a run in its
+        directory store's own folder checks that it is still the writer: issue 53, item 1)."""
 
     # ----------------------------------------------------------------- persistence
     @classmethod
@@ -151,9 +154,15 @@ class Journal:
             return {"info": self.info, "nodes": [n.model_dump(mode="json") for n in self._nodes]}
 
     def save(self) -> None:
-        """Rewrite the journal file atomically (no-op for an in-memory journal)."""
+        """Rewrite the journal file atomically (no-op for an in-memory journal).
+
+        Raises:
+            whatever :attr:`before_save` raises (nothing is written then); OSError.
+        """
         if self.path is None:
             return
+        if self.before_save is not None:
+            self.before_save()
         with self._lock:
             atomic_write_text(self.path, json.dumps(self.to_dict(), indent=1))
         if self.after_save is not None:

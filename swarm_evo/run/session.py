@@ -28,6 +28,7 @@ the files listed in :mod:`swarm_evo.objective.problem`.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import uuid
@@ -53,6 +54,8 @@ from swarm_evo.sandbox import RuntimeInfo, Sandbox, backends
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
 from swarm_evo.store import RunMirror, checked_store, mirror_run
 from swarm_evo.store.lease import new_owner
+from swarm_evo.store.liveness import WriterState
+from swarm_evo.store.run_lock import RunDirLock, check_free, lock_run_dir
 
 _SESSIONS: dict[str, RunSession] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -97,6 +100,7 @@ class RunSession:
     unpublishable: set[str] = field(default_factory=set)  # candidates whose files could not be handed in (warned once)
     elapsed_recorder: ElapsedRecorder | None = None  # keeps RUN_DIR/run_state.json current while the session is open
     mirror: RunMirror | None = None  # mirrors RUN_DIR to STORE/runs/<name>/ (config ``store``)
+    run_lock: RunDirLock | None = None  # this process's hold on RUN_DIR (one process per run directory)
 
     @property
     def review_endpoint(self) -> ModelEndpoint:
@@ -171,7 +175,9 @@ def check_run_dir(run_dir: Path, objective: Objective, policy: str | None = None
 
     Raises:
         RunDirectoryError: one line naming ``RUN_DIR/journal.json`` and the fix.
+        RunDirectoryBusyError: another process has ``run_dir`` open (issue 53, item 2).
     """
+    check_free(run_dir)
     path = Path(run_dir) / JOURNAL_FILE
     if not path.exists():
         return
@@ -211,6 +217,8 @@ def open_session(
     config: RunConfig,
     endpoint: ModelEndpoint,
     owner: dict | None = None,
+    take_over: bool = False,
+    writer_state: WriterState | None = None,
 ) -> RunSession:
     """Validate the inputs, create the run directory and journal, register the session.
 
@@ -218,7 +226,10 @@ def open_session(
     exactly one. An existing ``RUN_DIR/journal.json`` is continued (budget counts its nodes).
     All checks run before anything is written. With a run store (``config.store.url``) the run
     takes its location over (``owner``: :func:`~swarm_evo.store.lease.new_owner`, made here
-    when not given; the flow gives its flow run).
+    when not given; the flow gives its flow run), last, after every other check, and only from a
+    dead writer unless ``take_over`` (``writer_state``: the Prefect state of a flow run by id,
+    :mod:`swarm_evo.store.liveness`). The session holds the run directory's lock
+    (:mod:`swarm_evo.store.run_lock`) until :func:`close_session`.
 
     Raises:
         CompetitionError, ProblemError: the objective cannot be loaded (names the file and the fix).
@@ -230,7 +241,9 @@ def open_session(
         SandboxUnavailableError: the sandbox cannot run programs (see :func:`open_sandbox`).
         StoreError: the run store (``config.store.url``) cannot be reached or written, its
             location holds another run (``LocationClashError``), or holds this run further on
-            than ``run_dir`` (``StaleCopyError``, naming the command that resumes the store's copy).
+            than ``run_dir`` (``StaleCopyError``, naming the command that resumes the store's copy),
+            or its writer is alive (``WriterAliveError``); ``run_dir`` is open in another process
+            (``RunDirectoryBusyError``).
     """
     store = checked_store(config.store.url)
     objective = load_objective(competition_id, problem, data_dir, config.mlebench_repo, config.problem.instance)
@@ -260,24 +273,30 @@ def open_session(
     journal.info["runtime"] = runtime.model_dump()
     created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
-    try:
+    hold = None
+    try:  # every check first, the store location taken over last (issue 53, item 3)
+        hold = lock_run_dir(run_dir)  # one process per run directory (issue 53, item 2)
+        apply_fitness(objective, config.search, config.seed, run_dir, journal.info, len(journal))  # the hidden split
+        try:
+            agents = AgentPool.open(run_dir, config.agents.num_agents, objective.agent_texts_dir)
+        except ValueError as exc:
+            raise RunDirectoryError(str(exc)) from None
         mirror = mirror_run(run_dir, store, journal.info["run_id"], [node.id for node in journal.nodes],
-                            owner or new_owner(), max_file_mb=config.store.max_file_mb,
-                            derived=DERIVED_DIRS)  # rebuilt by every session open, from the seed: never uploaded
+                            owner or new_owner(), max_file_mb=config.store.max_file_mb, force=take_over,
+                            derived=DERIVED_DIRS, writer_state=writer_state)  # derived: rebuilt by every open
     except Exception:
-        if created:  # refused before anything was written: leave no empty run directory behind
-            run_dir.rmdir()
+        if hold is not None:
+            hold.release()
+            if created:  # refused before the run began: leave no run directory behind
+                shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    apply_fitness(objective, config.search, config.seed, run_dir, journal.info, len(journal))  # the hidden split (issue 41)
     if mirror is not None:
         journal.after_save = mirror.request  # the store is at most the node in flight behind
+        if mirror.in_place:  # the journal is the store's: written only while this run holds the lease
+            journal.before_save = mirror.check_writer
     journal.save()
     if isinstance(objective, ProblemObjective):
         objective.auxiliary_path = run_dir / "auxiliary_metrics.py"
-    try:
-        agents = AgentPool.open(run_dir, config.agents.num_agents, objective.agent_texts_dir)
-    except ValueError as exc:
-        raise RunDirectoryError(str(exc)) from None
     dispatcher = Dispatcher.open(
         agents.ids, config.agents.epsilon, config.agents.ema_alpha, run_dir / "agents" / STATE_FILE
     )
@@ -313,6 +332,7 @@ def open_session(
         probe_warnings=[p.warning for p in probes if p.warning],
         opened_at_nodes=len(journal),
         mirror=mirror,
+        run_lock=hold,
     )
     if continued:
         session.resume_report = reconcile(
@@ -357,14 +377,16 @@ def get_session(run_dir: str | Path) -> RunSession:
 
 def close_session(run_dir: str | Path) -> None:
     """Forget the session of ``run_dir``: stop its elapsed-time recorder after a last write of
-    ``RUN_DIR/run_state.json``, then upload what the store still lacks and stop the mirror
-    (no-op when none is registered)."""
+    ``RUN_DIR/run_state.json``, then upload what the store still lacks, stop the mirror and let
+    the run directory go (its lock; no-op when none is registered)."""
     key = str(Path(run_dir).resolve())
     _stop_recording(Path(key))
     with _REGISTRY_LOCK:
         session = _SESSIONS.pop(key, None)
     if session is not None and session.mirror is not None:
         session.mirror.close()
+    if session is not None and session.run_lock is not None:
+        session.run_lock.release()
 
 
 def default_run_dir(competition_id: str, seed: int, root: Path = Path("runs")) -> Path:

@@ -23,5 +23,5 @@ Between and before the steps:
 The debug chain itself is :mod:`swarm_evo.search.debug_chain`. The Prefect flows in ``flows/`` call
 these functions through tasks; tests call them directly.
 
-May import: operators, population, evaluation, prompting, llm, learning, search, reporting, objective, run.
+May import: operators, population, evaluation, prompting, llm, learning, search, reporting, objective, store, run.
 """

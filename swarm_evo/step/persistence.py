@@ -17,6 +17,7 @@ from swarm_evo.run.session import RunSession
 from swarm_evo.step.final_fit import FINAL_FIT_KEY, final_fit
 from swarm_evo.step.limits import check_limits
 from swarm_evo.step.request import OperationRequest, release_request
+from swarm_evo.store.lease import SupersededError
 
 RUN_REPORT_FILE = "run_report.json"
 log = logging.getLogger(__name__)
@@ -33,25 +34,45 @@ def append_node(session: RunSession, node: Node, request: OperationRequest) -> N
     submission; and nothing that goes wrong in the hand-in can lose the node or its budget slot
     (issue 31): a candidate whose files cannot be copied is skipped with a warning, and any other
     error of the hand-in is logged, never raised, before the journal is saved and the slot
-    committed.
+    committed. A run in its directory store's own folder that was taken over meanwhile writes
+    neither (issue 53, item 1): the node stays out of the journal and the run stops.
     """
     with session.lock:
         node.metadata["quality"] = node_quality(session.journal, node)
         # The run's age at this node, so a resumed run's time limit continues (Budget.for_journal).
         session.journal.info["elapsed_seconds"] = round(session.budget.elapsed(), 3)
         session.journal.append(node, save=False)
-        try:
-            publish_best(session)
-        except Exception:  # noqa: BLE001 - the node and its slot come first; the next append tries again
-            log.exception("handing in the best node failed after node %s; the run goes on", node.id[:8])
-        session.journal.save()
-        if node.agent_id:  # in the journal's order: two steps ending at once add their records in step order
+        recorded = _still_the_writer(session)
+        if recorded:
+            try:
+                publish_best(session)
+            except Exception:  # noqa: BLE001 - the node and its slot come first; the next append tries again
+                log.exception("handing in the best node failed after node %s; the run goes on", node.id[:8])
+            try:
+                session.journal.save()
+            except SupersededError:  # taken over between the check and the write: nothing written
+                recorded = False
+        if recorded and node.agent_id:  # in the journal's order: two steps ending at once add their records in step order
             session.dispatcher.update(node.agent_id, node.operation, node.metadata["quality"], node.id)
             session.experience.add(record_for(node, node.metadata["quality"]))
     session.budget.commit(request.slot)
     release_request(session, request)
     check_limits(session)
     return node
+
+
+def _still_the_writer(session: RunSession) -> bool:
+    """False when the run works in its directory store's own folder and another process took the
+    location over (issue 53, item 1): this copy then writes nothing more there (the session is
+    superseded and starts no new step)."""
+    mirror = session.mirror
+    if mirror is None or not mirror.in_place:
+        return True
+    try:
+        mirror.check_writer()
+    except SupersededError:
+        return False
+    return True
 
 
 def publish_best(session: RunSession) -> Node | None:

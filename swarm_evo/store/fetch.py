@@ -18,6 +18,7 @@ from swarm_evo.config import DEFAULT_MAX_FILE_MB
 from swarm_evo.population.journal import JOURNAL_FILE
 from swarm_evo.store.lease import LEASE_FILE, is_extension, node_ids
 from swarm_evo.store.location import RUNS_DIR, Store, StoreError, is_url, open_store, redact_url
+from swarm_evo.store.run_lock import LOCK_FILE, check_free
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def fetch_run(run: Store, run_dir: Path, max_file_mb: int = DEFAULT_MAX_FILE_MB)
         rel = path[len(prefix):] if path.startswith(prefix) else None
         name = Path(rel).name if rel else ""
         if (not rel or rel.startswith("..") or "/../" in f"/{rel}/" or name.startswith(".swarm-evo-probe")
-                or rel == LEASE_FILE or (name.startswith(".") and name.endswith(".tmp"))):
+                or rel in (LEASE_FILE, LOCK_FILE) or (name.startswith(".") and name.endswith(".tmp"))):
             continue
         size = listing[path].get("size") or 0
         if size > limit:
@@ -138,6 +139,7 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR),
 
     Raises:
         StoreError: a URL that is not ``STORE/runs/<name>``, or a run the store does not hold.
+        RunDirectoryBusyError: the local run directory is open in another process (issue 53, item 2).
     """
     if not is_url(location):
         return Path(location), None
@@ -148,6 +150,7 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR),
     run_dir = Path(scratch) / name
     if not _same_run(stored, run_dir):  # another run of that name here (another sweep's): a place of its own
         run_dir = Path(scratch) / hashlib.sha256(run.url.encode()).hexdigest()[:10] / name
+    check_free(run_dir)  # a run still open here (another process) is never moved aside nor fetched into
     local = _local_journal(run_dir)
     if local is not None and not is_extension(node_ids(local), node_ids(stored)):
         aside = run_dir.with_name(f"{run_dir.name}.stale-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 from swarm_evo.population.journal import JOURNAL_FILE
-from swarm_evo.store.location import Store, StoreError
+from swarm_evo.store.location import Store, StoreError, put_object
 
 LEASE_FILE = "lease.json"
 """``STORE/runs/<name>/lease.json``: who may write the location (never mirrored from a run directory)."""
@@ -192,10 +192,22 @@ def take_over(location: Store, run_id: str, local_nodes: list[str], owner: dict,
     if current is not None and current.owner.get("token") == owner.get("token"):
         return current  # this process claimed it already
     lease = Lease(run_id=run_id, generation=(current.generation if current else 0) + 1, owner=owner)
-    location.fs.makedirs(location.root, exist_ok=True)
-    location.fs.pipe_file(location.path(LEASE_FILE), lease.to_json())
+    write_lease(location, lease)
     check_lease(location, lease)
     return lease
+
+
+def write_lease(location: Store, lease: Lease) -> None:
+    """Replace ``location``'s lease with ``lease``, whole or not at all (issue 53, item 1): a
+    temporary file and a rename on a directory store (and any file system that is not an object
+    store), one object put on S3. A taker that dies mid-write leaves the old lease, never half
+    a new one that would read as nobody's and stop a healthy writer.
+
+    Raises:
+        OSError and the store's own errors: the store cannot be written.
+    """
+    location.fs.makedirs(location.root, exist_ok=True)
+    put_object(location, LEASE_FILE, lease.to_json())
 
 
 def check_lease(location: Store, lease: Lease) -> None:

@@ -85,6 +85,11 @@ def check_url(text: str | Path) -> str:
     mistyped = _MISTYPED.match(text)
     if mistyped and not is_url(text) and mistyped.group(1).lower() in _known_protocols():
         scheme, rest = mistyped.group(1), mistyped.group(2).lstrip("/")
+        if scheme.lower() == "file":  # file://a/b would be the relative folder a/b: the path is absolute
+            given = text[len(scheme):].lstrip(":")
+            path = "/" + given.lstrip("/") if given.startswith("/") else os.path.abspath(given)
+            raise StoreError(f"{text}: not a URL ('{scheme}' needs '://'): write file://{path} "
+                             f"(or the path itself, {path})")
         raise StoreError(f"{text}: not a URL ('{scheme}' needs '://'): write {scheme}://{rest} "
                          f"(or ./{text} for a local folder of that name)")
     if is_url(text) and urlsplit(text).password is not None:
@@ -214,22 +219,59 @@ def checked_store(url: str | None) -> Store | None:
     return store
 
 
-def put_object(target: Store, rel: str, source: bytes | BinaryIO, made_dirs: set[str] | None = None) -> None:
-    """Write ``source`` (bytes or a binary file) to ``target/rel``: through a temporary name and a
-    rename on a local store (a reader never sees half a file), as one object elsewhere (an S3
-    put is whole or nothing). ``made_dirs`` remembers the folders already made."""
+OBJECT_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "memory"})
+"""File systems whose put of one object is whole or nothing (an object store's PUT): written in
+place. Every other one (a local or NFS directory, SFTP, ...) gets a temporary name and a rename."""
+
+
+def put_object(target: Store, rel: str, source: bytes | BinaryIO, made_dirs: set[str] | None = None,
+               limit: int | None = None) -> int:
+    """Write ``source`` (bytes or a binary file) to ``target/rel`` so that a reader never sees half
+    of it: through a temporary name and a rename on a local store (``os.replace``) and on any file
+    system that is not an object store (its ``mv``), as one object on an object store (an S3 put
+    is whole or nothing: :data:`OBJECT_PROTOCOLS`). ``made_dirs`` remembers the folders already
+    made. ``limit``: copy at most that many bytes of a file (the size the caller checked: a file
+    that grew since is cut there, never sent whole). Returns the bytes written.
+
+    Raises:
+        OSError and the store's own errors: the write failed (no temporary file is left behind
+            on a local store).
+    """
     fs, path = target.fs, target.path(rel)
     parent = path.rsplit("/", 1)[0]
     if made_dirs is None or parent not in made_dirs:
         fs.makedirs(parent, exist_ok=True)
         if made_dirs is not None:
             made_dirs.add(parent)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    in_place = not target.is_local and protocol in OBJECT_PROTOCOLS
     # a short temporary name: a name near the 255-byte limit must still fit with its suffix
-    write_path = f"{parent}/.{rel.rsplit('/', 1)[-1][:64]}.{uuid.uuid4().hex}.tmp" if target.is_local else path
-    with fs.open(write_path, "wb") as out:
-        if isinstance(source, bytes):
-            out.write(source)
-        else:
-            shutil.copyfileobj(source, out)
-    if write_path != path:
-        os.replace(write_path, path)
+    write_path = path if in_place else f"{parent}/.{rel.rsplit('/', 1)[-1][:64]}.{uuid.uuid4().hex}.tmp"
+    try:
+        with fs.open(write_path, "wb") as out:
+            written = _copy(source, out, limit)
+        if write_path != path:
+            os.replace(write_path, path) if target.is_local else fs.mv(write_path, path)
+    except BaseException:
+        if write_path != path and target.is_local and os.path.exists(write_path):
+            os.unlink(write_path)
+        raise
+    return written
+
+
+def _copy(source: bytes | BinaryIO, out: BinaryIO, limit: int | None) -> int:
+    if isinstance(source, bytes):
+        data = source if limit is None else source[:limit]
+        out.write(data)
+        return len(data)
+    if limit is None:
+        shutil.copyfileobj(source, out)
+        return out.tell()
+    left = limit
+    while left > 0:
+        chunk = source.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        out.write(chunk)
+        left -= len(chunk)
+    return limit - left

@@ -46,18 +46,10 @@ import tenacity
 from swarm_evo.config import DEFAULT_MAX_FILE_MB
 from swarm_evo.population.journal import JOURNAL_FILE, RESULT_FILE
 from swarm_evo.sandbox.safe_read import ProgramFileError
-from swarm_evo.store.lease import (
-    LEASE_FILE,
-    LocationClashError,
-    Lease,
-    StaleCopyError,
-    SupersededError,
-    check_lease,
-    read_lease,
-    take_over,
-)
+from swarm_evo.store.lease import LEASE_FILE, Lease, SupersededError, check_lease, read_lease
 from swarm_evo.store.conditional import HistoryWrites
-from swarm_evo.store.location import Store, StoreError, put_object
+from swarm_evo.store.location import Store, put_object
+from swarm_evo.store.run_lock import LOCK_FILE
 from swarm_evo.store.walk import is_temporary, printable, walk_files
 
 logger = logging.getLogger(__name__)
@@ -112,13 +104,18 @@ class RunMirror:
         retry_initial, retry_max: seconds of the first and the longest wait between attempts
             when the store fails (doubling: 1, 2, 4, ... 60).
         period: seconds between syncs without a request (:data:`SYNC_PERIOD`).
+        in_place: ``run_dir`` is ``target`` itself (a run in its directory store's own folder):
+            nothing is uploaded, only the lease is checked, by each sync and by :meth:`check_writer`
+            before every journal write (issue 53, item 1).
     """
 
     def __init__(self, run_dir: Path, target: Store, *, lease: Lease | None = None,
                  max_file_mb: int = DEFAULT_MAX_FILE_MB,
                  on_superseded: Callable[[SupersededError], None] | None = None, derived: tuple[str, ...] = (),
-                 retry_initial: float = 1.0, retry_max: float = 60.0, period: float = SYNC_PERIOD) -> None:
+                 retry_initial: float = 1.0, retry_max: float = 60.0, period: float = SYNC_PERIOD,
+                 in_place: bool = False) -> None:
         self.run_dir = Path(run_dir)
+        self.in_place = in_place
         self.target = target
         self.lease = lease
         self.max_file_bytes = max_file_mb * 1024 * 1024
@@ -227,7 +224,23 @@ class RunMirror:
                 self._synced = max(self._synced, generation)
                 self._cond.notify_all()
 
+    def check_writer(self) -> None:
+        """Check the lease now (before a write in place); returns while it is this writer's.
+
+        Raises:
+            SupersededError: another process took the location over (the mirror stops, once).
+        """
+        if self.superseded is not None:
+            raise self.superseded
+        try:
+            self._check_lease(force=True)
+        except SupersededError as exc:
+            self._superseded(exc)
+            raise
+
     def _superseded(self, exc: SupersededError) -> None:
+        if self.superseded is not None:
+            return
         logger.error("%s (run directory %s)", exc, self.run_dir)
         self._abandon.set()
         with self._cond:
@@ -259,20 +272,23 @@ class RunMirror:
         """
         started = time.perf_counter()
         self._check_lease(force=True)
+        if self.in_place:  # the files are in the store already: the check is the sync
+            self.stats.syncs += 1
+            return 0
         journal = self._read_local(JOURNAL_FILE)  # first: the node files it names are on disk already
         result = self._read_local(RESULT_FILE)
         uploaded = 0
         for entry in walk_files(self.run_dir, skip_top=self.derived):
             rel, signature = entry.rel, entry.signature
-            if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE) or self._sent.get(rel) == signature or is_temporary(rel):
+            if rel in (JOURNAL_FILE, RESULT_FILE, LEASE_FILE, LOCK_FILE) or self._sent.get(rel) == signature or is_temporary(rel):
                 continue
             reason = self._refusal(rel, entry.size)
             if reason is not None:
                 self._skip(rel, signature, reason)
                 continue
             try:
-                with entry.open() as source:
-                    self._put(rel, source)
+                with entry.open() as source:  # at most the size checked: a file grown since goes up cut
+                    self._put(rel, source, limit=entry.size)
             except (FileNotFoundError, ProgramFileError):
                 continue  # replaced or removed since the scan: the next sync sees it
             except SupersededError:
@@ -358,42 +374,7 @@ class RunMirror:
         except FileNotFoundError:
             return None
 
-    def _put(self, rel: str, source) -> None:
+    def _put(self, rel: str, source, limit: int | None = None) -> None:
         self._check_lease()  # right before every upload; only the request in flight can outlive a freeze
-        put_object(self.target, rel, source, self._made_dirs)
+        put_object(self.target, rel, source, self._made_dirs, limit=limit)
 
-
-def mirror_run(run_dir: Path, store: Store | None, run_id: str, nodes: list[str], owner: dict, *,
-               max_file_mb: int = DEFAULT_MAX_FILE_MB, derived: tuple[str, ...] = (),
-               on_superseded: Callable[[SupersededError], None] | None = None) -> RunMirror | None:
-    """Take ``STORE/runs/<run_dir's name>`` over for this run (:func:`~swarm_evo.store.lease.take_over`)
-    and start mirroring ``run_dir`` there; None without a store, or when ``run_dir`` is the store's
-    own copy (a run resumed in place in a directory store).
-
-    Args:
-        run_id: the run's identity (``journal.info["run_id"]``).
-        nodes: the node ids of the local journal, in order (they must extend the store's).
-        owner: :func:`~swarm_evo.store.lease.new_owner` of this process.
-        derived: top-level folders of ``run_dir`` that are not mirrored: derived data every
-            session rebuilds (the hidden split's view and answers, issue 41).
-
-    Raises:
-        LocationClashError: the location holds another run.
-        StaleCopyError: the store's copy of this run is ahead of ``run_dir``.
-        SupersededError: another process took it over at the same moment.
-        StoreError: the store cannot be read or written (the message names the URL).
-    """
-    if store is None:
-        return None
-    target = store.run(Path(run_dir).name)
-    if target.is_local and Path(target.root).resolve() == Path(run_dir).resolve():
-        return None
-    try:
-        lease = take_over(target, run_id, nodes, owner)
-    except (LocationClashError, StaleCopyError, SupersededError):
-        raise
-    except Exception as exc:  # the store answered check_store a moment ago; say what failed now
-        raise StoreError(f"{target.url}: cannot take the run's lease ({' '.join(f'{type(exc).__name__}: {exc}'.split())})"
-                         ) from None
-    return RunMirror(run_dir, target, lease=lease, max_file_mb=max_file_mb, on_superseded=on_superseded,
-                     derived=derived).start()

@@ -13,8 +13,8 @@ bring a host file in: a program sees only its own node directory (its own mount)
 across mounts fails with ``EXDEV``.
 
 Scratch is skipped wherever it moved (:func:`is_scratch`): a program's ``working/`` folder below
-``nodes/``, ``attempts/`` (a debug attempt's files set aside) and ``interrupted/`` (a step in
-flight when the run died).
+``nodes/``, ``attempts/`` (a debug attempt's files set aside), ``interrupted/`` (a step in
+flight when the run died), and the final fit's ``final_fit/working/``.
 """
 
 from __future__ import annotations
@@ -40,10 +40,17 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
+FINAL_FIT_TREE = "final_fit"
+"""``RUN_DIR/final_fit/``: the chosen program run again on all training rows (its own ``working/``)."""
+
+
 def is_scratch(parts: tuple[str, ...]) -> bool:
     """Whether the folder ``parts`` (relative to the run directory) is a program's scratch: a
-    ``working`` folder anywhere below ``nodes/<id>/``, ``attempts/<id>/`` or ``interrupted/<id>/``."""
-    return len(parts) >= 3 and parts[0] in PROGRAM_TREES and parts[-1] == SCRATCH_DIR
+    ``working`` folder anywhere below ``nodes/<id>/``, ``attempts/<id>/``, ``interrupted/<id>/``
+    or ``final_fit/`` (the final fit's models: issue 53, item 9)."""
+    if not parts or parts[-1] != SCRATCH_DIR:
+        return False
+    return (len(parts) >= 3 and parts[0] in PROGRAM_TREES) or (len(parts) >= 2 and parts[0] == FINAL_FIT_TREE)
 
 
 @dataclass(frozen=True)

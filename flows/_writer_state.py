@@ -1,0 +1,30 @@
+"""The Prefect state of a run store's lease holder (issue 53, item 3): what the domain's liveness
+check (swarm_evo/store/liveness.py, no Prefect there) asks the API about the flow run that holds a
+run's store location."""
+
+from __future__ import annotations
+
+import uuid
+
+
+def flow_run_state(flow_run_id: str) -> str | None:
+    """The state type (``"RUNNING"``, ``"CRASHED"``, ...) of flow run ``flow_run_id`` on the
+    configured Prefect API, or None when it cannot tell: no API configured (``PREFECT_API_URL``
+    unset: this process starts no server just to ask), an id that is not a flow run's, a run the
+    server does not know (another server's), or an API that does not answer. Never raises."""
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        return None
+    try:
+        run_id = uuid.UUID(str(flow_run_id))
+    except ValueError:
+        return None
+    try:
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(run_id)
+    except Exception:  # noqa: BLE001 - not found, unreachable: the store's clock decides
+        return None
+    return run.state.type.value if run.state is not None else None
