@@ -31,11 +31,13 @@ with the reason.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import CompetitionError
@@ -53,6 +55,11 @@ STRUCTURED_SHARE = 0.05
 ids (``0013_01``: one form for all); more: opaque (hashes, one form per id)."""
 FREE_TEXT_CHARS = 64
 """Ids whose median length exceeds this, or with a line break, are free text."""
+ORDER_SAMPLE = 200_000
+"""At most this many training ids are ordered to see whether they interleave with the test ids."""
+INTERLEAVE_SLACK = 0.1
+"""Training and test ids interleave when the Kolmogorov–Smirnov distance between their places
+in the id order is at most this plus the random split's 1 % critical value (:func:`interleave_limit`)."""
 PACKED_SUFFIXES = (".tfrec", ".tfrecord", ".tfrecords")
 """Files that pack many rows (a training row among them could not be taken out)."""
 
@@ -153,52 +160,235 @@ def _media_folders(public: Path, train_ids: set[str], test_ids: set[str]) -> tup
     return train, test
 
 
+def _id_column(path: Path, id_col: str) -> pd.Series:
+    """The id column of a public table, as text."""
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path, columns=[id_col])[id_col].astype(str)
+    return pd.read_csv(path, dtype=str, keep_default_na=False, usecols=[id_col])[id_col]
+
+
+def _check_test_ids(test_file: str, test_ids: pd.Series, sample_ids: pd.Series) -> None:
+    """The test table lists the sample submission's rows, no more, no fewer: the view's test
+    table and sample are written in one order (issue 53, item 9: an id the sample lacked passed
+    here and crashed the run when the split was written)."""
+    extra = sorted(set(test_ids) - set(sample_ids))
+    lacking = sorted(set(sample_ids) - set(test_ids))
+    if extra or lacking or test_ids.duplicated().any():
+        example = f" (e.g. {(extra or lacking)[0]!r})" if extra or lacking else ""
+        raise HiddenSplitUnavailable(
+            f"{test_file} and the sample submission list different rows: {len(extra)} test id(s) the sample lacks, "
+            f"{len(lacking)} sample id(s) the test table lacks{example}"
+            f"{', duplicated test ids' if test_ids.duplicated().any() else ''}")
+
+
 def _check_ids(competition: Competition, train_file: str, train_ids: pd.Series, test_ids: pd.Series) -> None:
-    """Same id form in training and test, overlapping ranges for numbers (module docstring)."""
+    """Same id form in training and test, and ids that interleave (module docstring)."""
     shared = set(train_ids) & set(test_ids)
     if shared:
         raise HiddenSplitUnavailable(f"{len(shared)} id(s) of {train_file} are test ids too (e.g. {sorted(shared)[0]!r})")
     lengths = train_ids.str.len()
     if lengths.median() > FREE_TEXT_CHARS or train_ids.str.contains("\n", regex=False).any():
-        raise HiddenSplitUnavailable(f"the id column {competition.id_column!r} holds free text: a hidden row cannot "
-                                     "get a fresh id without changing its features")
+        raise HiddenSplitUnavailable(f"the id column {competition.id_column!r} holds free text (the row itself): "
+                                     "ids that are not of one kind cannot be checked to interleave with the test ids")
     train_forms, test_forms = set(train_ids.map(id_form)), set(test_ids.map(id_form))
     if len(test_forms) > max(3, STRUCTURED_SHARE * len(test_ids)):  # opaque ids: hashes, uuids
         if not set(lengths) <= set(test_ids.str.len()) or not set("".join(train_ids)) <= set("".join(test_ids)):
             raise HiddenSplitUnavailable(f"the ids of {train_file} differ from the test ids in length or characters: "
                                          "a hidden row would stand out by its id")
-        return
-    if not train_forms <= test_forms:
+    elif not train_forms <= test_forms:
         odd = sorted(train_forms - test_forms)[:3]
         raise HiddenSplitUnavailable(
             f"the ids of {train_file} ({odd}) differ in form from the test ids ({sorted(test_forms)[:3]}): "
             "a hidden row would stand out by its id")
-    if train_forms == {"#"}:
-        train_n, test_n = train_ids.astype("int64"), test_ids.astype("int64")
-        if train_n.max() < test_n.min() or train_n.min() > test_n.max():
-            raise HiddenSplitUnavailable(
-                f"the ids of {train_file} ({train_n.min()}..{train_n.max()}) and of the test rows "
-                f"({test_n.min()}..{test_n.max()}) do not overlap: a hidden row would stand out by its id")
+    _check_interleaved(train_file, train_ids, test_ids)
+
+
+def id_order_key(value: str) -> tuple:
+    """Where an id stands in the competition's id order: its form, then its numbers
+    (``0013_02`` → ``("#_#", (13, 2), "0013_02")``; ``ID_00200`` after ``ID_00199``), then its text."""
+    return id_form(value), tuple(int(d) for d in re.findall(r"\d+", value)), value
+
+
+def interleave_distance(train_ids: pd.Series, test_ids: pd.Series, seed: int = 0) -> float:
+    """The Kolmogorov–Smirnov distance between where the training ids and the test ids fall in
+    the id order (:func:`id_order_key`): 0 when they interleave evenly, 1 when every test id
+    follows (or precedes) every training id. At most :data:`ORDER_SAMPLE` training ids are
+    ordered (a seeded sample of them)."""
+    train_ids, test_ids = train_ids.astype(str), test_ids.astype(str)
+    if len(train_ids) > ORDER_SAMPLE:
+        train_ids = train_ids.sample(ORDER_SAMPLE, random_state=seed)
+    keys = [*map(id_order_key, train_ids), *map(id_order_key, test_ids)]
+    is_test = np.zeros(len(keys), dtype=float)
+    is_test[len(train_ids):] = 1.0
+    in_order = is_test[sorted(range(len(keys)), key=keys.__getitem__)]
+    test_share = np.cumsum(in_order) / len(test_ids)
+    train_share = np.cumsum(1.0 - in_order) / len(train_ids)
+    return float(np.abs(test_share - train_share).max())
+
+
+def interleave_limit(train_rows: int, test_rows: int) -> float:
+    """The largest :func:`interleave_distance` that still counts as interleaved:
+    :data:`INTERLEAVE_SLACK` plus the distance a random split exceeds with probability 1 %
+    (1.63·√((n+m)/(n·m)), the two-sample Kolmogorov–Smirnov test's critical value)."""
+    n, m = min(train_rows, ORDER_SAMPLE), test_rows
+    return INTERLEAVE_SLACK + 1.63 * float(np.sqrt((n + m) / (n * m)))
+
+
+def _check_interleaved(train_file: str, train_ids: pd.Series, test_ids: pd.Series) -> None:
+    """A hidden row keeps its own id (:mod:`swarm_evo.competition.hidden_split`): that id must
+    fall where the test ids fall. Where the competition's test ids follow the training ids (a
+    range of their own, a later time), the hidden rows would be exactly the test ids within the
+    training range (issue 53, item 4)."""
+    distance = interleave_distance(train_ids, test_ids)
+    limit = interleave_limit(len(train_ids), len(test_ids))
+    if distance > limit:
+        train_sorted = sorted(train_ids.astype(str), key=id_order_key)
+        test_sorted = sorted(test_ids.astype(str), key=id_order_key)
+        raise HiddenSplitUnavailable(
+            f"the ids of {train_file} ({train_sorted[0]}..{train_sorted[-1]}) and the test ids "
+            f"({test_sorted[0]}..{test_sorted[-1]}) do not interleave (Kolmogorov-Smirnov distance {distance:.2f} "
+            f"between their places in the id order, more than {limit:.2f}): a hidden row would stand out by its id")
+
+
+HEAD_BYTES = 64 * 1024
+"""How much of a file (decompressed) :func:`holds_id_table` reads: a table's header, a record's keys."""
+DELIMITERS = (",", "\t", ";", "|")
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"(\xb5/\xfd": "zstd"}
+_MEDIA_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"II*\x00", b"MM\x00*", b"BM", b"ID3", b"fLaC",
+                b"OggS", b"\x93NUMPY")
+"""Images, audio, arrays: never a table of rows."""
+_BINARY_TABLES = (b"PAR1", b"ARROW1", b"\x89HDF", b"SQLite format 3", b"FEA1")
+"""Parquet, Arrow/Feather, HDF5, SQLite, Feather v1: their column names are stored as plain bytes."""
+
+
+def _decompressed_head(raw, limit: int = HEAD_BYTES) -> bytes:
+    """The first ``limit`` bytes of a binary stream, decompressed when its magic says gzip, bz2,
+    xz or zstd (up to three layers); what cannot be decompressed is returned as read."""
+    import bz2
+    import lzma
+    import zlib
+
+    head = raw.read(limit)
+    for _ in range(3):
+        kind = next((k for m, k in _COMPRESSED.items() if head.startswith(m)), None)
+        try:
+            if kind == "gzip":
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, limit)
+            elif kind == "bz2":
+                head = bz2.BZ2Decompressor().decompress(head, max_length=limit)
+            elif kind == "xz":
+                head = lzma.LZMADecompressor().decompress(head, max_length=limit)
+            elif kind == "zstd":
+                import zstandard
+
+                head = zstandard.ZstdDecompressor().decompressobj().decompress(head)[:limit]
+            else:
+                return head
+        except (ImportError, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+            return head
+    return head
+
+
+def _text_names_id(head: bytes, id_col: str) -> bool:
+    """A delimited table whose header has ``id_col``, or JSON records with ``id_col`` as a key."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if re.search(r'"%s"\s*:' % re.escape(id_col), text):  # JSON / JSON lines / column-oriented JSON
+        return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return False
+    header = lines[0]
+    for delimiter in DELIMITERS:
+        fields = [f.strip().strip('"').strip("'").strip() for f in header.split(delimiter)]
+        if len(fields) > 1 and id_col in fields:
+            return True
+    return header.strip().strip('"') == id_col and len(lines) > 1  # one column: the ids alone
+
+
+def holds_id_table(path: Path, id_col: str) -> bool:
+    """Whether the file at ``path`` holds a table with the column ``id_col``, whatever its name
+    says: delimited text (``,`` tab ``;`` ``|``; the header's fields), JSON or JSON lines (a
+    record key), Parquet/Arrow/HDF5/SQLite (the name among the file's bytes), each possibly
+    compressed (gzip, bz2, xz, zstd) or packed in a zip or tar archive (every member is read).
+    Images, audio and NumPy arrays are not tables. Reads at most :data:`HEAD_BYTES` of a member
+    (issue 53, item 5: ``extra/meta.csv``, ``train.json``, ``train.tsv``, ``train.csv.gz``).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    import tarfile
+    import zipfile
+
+    needle = id_col.encode("utf-8")
+    with open(path, "rb") as fh:
+        magic = fh.read(8)
+        fh.seek(0)
+        if magic.startswith(_MEDIA_MAGIC):
+            return False
+        if any(magic.startswith(m) for m in _BINARY_TABLES):
+            data = fh.read()
+            return needle in data
+        if zipfile.is_zipfile(fh):
+            with zipfile.ZipFile(fh) as archive:
+                for info in archive.infolist():
+                    if not info.is_dir():
+                        with archive.open(info) as member:
+                            if _head_names_id(_decompressed_head(member), id_col):
+                                return True
+            return False
+        fh.seek(0)
+        head = _decompressed_head(fh)
+    if len(head) > 262 and head[257:262] == b"ustar":
+        try:
+            with tarfile.open(path, mode="r:*") as archive:
+                for member in archive:
+                    if member.isfile():
+                        stream = archive.extractfile(member)
+                        if stream is not None and _head_names_id(_decompressed_head(stream), id_col):
+                            return True
+        except (tarfile.TarError, OSError, EOFError):
+            pass
+        return False
+    return _head_names_id(head, id_col)
+
+
+def _head_names_id(head: bytes, id_col: str) -> bool:
+    if head.startswith(_MEDIA_MAGIC):
+        return False
+    if any(head.startswith(m) for m in _BINARY_TABLES):
+        return id_col.encode("utf-8") in head
+    return _text_names_id(head, id_col)
 
 
 def _check_other_files(public: Path, tables: set[str | None], media: set[str], id_col: str,
-                       train_ids: set[str]) -> None:
-    """Nothing else in ``public`` names the training rows (module docstring)."""
-    for entry in sorted(public.iterdir()):
-        if entry.name in tables or entry.name in media:
-            continue
-        if entry.is_file() and entry.suffix in (".csv", ".parquet"):
-            columns = pd.read_parquet(entry).columns if entry.suffix == ".parquet" else pd.read_csv(entry, nrows=0).columns
-            if id_col in columns:
-                raise HiddenSplitUnavailable(f"{entry.name} is another table keyed by {id_col!r}: it would still "
-                                             "hold the hidden rows")
-        paths = entry.rglob("*") if entry.is_dir() else [entry]
-        for path in paths:
+                       train_ids: set[str], test_ids: set[str]) -> None:
+    """Nothing else in ``public`` names the training rows (module docstring): every file, at any
+    depth, that is not the training/test table, the sample submission or a media folder's file
+    named by an id is read for a table with the id column (:func:`holds_id_table`)."""
+    row_ids = train_ids | test_ids
+    for folder, dirs, files in os.walk(public):
+        dirs.sort()
+        here = Path(folder)
+        top = here.relative_to(public).parts[0] if here != public else None
+        for name in sorted(files):
+            path = here / name
+            relative = path.relative_to(public)
+            if here == public and name in tables:
+                continue
             if path.suffix in PACKED_SUFFIXES:
-                raise HiddenSplitUnavailable(f"{path.relative_to(public)} packs rows that cannot be taken out")
-            if entry.is_dir() and entry_id(path.name, train_ids) is not None:
-                raise HiddenSplitUnavailable(f"{path.relative_to(public)} is named by a training id (folder "
-                                             f"{entry.name}/): it would still hold the hidden rows")
+                raise HiddenSplitUnavailable(f"{relative} packs rows that cannot be taken out")
+            if top in media and entry_id(name, row_ids) is not None:
+                continue  # a row's file (an image)
+            if top is not None and entry_id(name, train_ids) is not None:
+                raise HiddenSplitUnavailable(f"{relative} is named by a training id (folder {top}/): it would "
+                                             "still hold the hidden rows")
+            try:
+                names_rows = holds_id_table(path, id_col)
+            except OSError as exc:
+                raise HiddenSplitUnavailable(f"{relative} cannot be read ({exc}): it might hold the hidden rows") from None
+            if names_rows:
+                raise HiddenSplitUnavailable(f"{relative} is another table keyed by {id_col!r} (a column of that name): "
+                                             "it would still hold the hidden rows")
 
 
 def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
@@ -249,6 +439,10 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
                 "nor one label column whose values name them")
     sample_ids = pd.read_csv(competition.sample_submission_path, dtype=str, keep_default_na=False,
                              usecols=[id_col])[id_col]
+    if sample_ids.duplicated().any():
+        raise HiddenSplitUnavailable(f"the ids of the sample submission (column {id_col!r}) are not unique")
+    if test_file is not None:
+        _check_test_ids(test_file, _id_column(public / test_file, id_col), sample_ids)
     train_ids = train[id_col].astype(str)
     _check_ids(competition, train_file, train_ids, sample_ids)
     train_media, test_media = _media_folders(public, set(train_ids), set(sample_ids))
@@ -259,7 +453,7 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
         raise HiddenSplitUnavailable("no test table and no folder of files named by the ids: a hidden row "
                                      "would have no features")
     _check_other_files(public, {train_file, test_file, Path(competition.sample_submission_path).name},
-                       set(train_media) | set(test_media), id_col, set(train_ids))
+                       set(train_media) | set(test_media), id_col, set(train_ids), set(sample_ids))
     media = tuple(MediaFolder(train=t, test=t if t in test_media else test_media[0]) for t in train_media)
     return HiddenLayout(
         train_file=train_file,

@@ -7,22 +7,25 @@ group column is named, seeded) and writes the run's own view of the public data,
 public folder (:func:`write_split`):
 
 * the training table without the hidden rows (other rows and their order unchanged);
-* the test table with the hidden rows shuffled in among the real ones; each hidden row gets a
-  fresh id: another hidden row's id (one random cycle over them), so the test ids are the real
-  test ids plus ids that were training ids (the same form, the same set as the missing training
-  rows), and no hidden row keeps its own;
+* the test table with the hidden rows shuffled in among the real ones; each hidden row keeps
+  its own id, which the training table no longer holds (issue 53, item 4: a row that took
+  another hidden row's id stood out, its id no longer following its features, e.g.
+  spaceship-titanic's group and cabin). That is as plausible as a real test id only where the
+  competition's training and test ids interleave, which the layout checks
+  (:func:`~swarm_evo.competition.hidden_layout.interleave_distance`; elsewhere no split);
 * the sample submission with a row for every test row, in the test table's order, a hidden
   row's values copied from a random real row;
 * media folders (images named by id): the hidden rows' files leave the training folder and
-  are copied into the test folder under their fresh names; every test file is a fresh copy
+  are copied into the test folder; every test file is a fresh copy
   written in random order (no creation order, inode or time tells them apart);
 * every file written here has one modification time, the original sample submission's; files
   that need no change are hard links (copies where links cannot be made);
 * other public files as they are.
 
 ``RUN_DIR/hidden_split/answers.csv`` holds the hidden rows' answers in the private answers'
-format (id, target columns; one-hot where the training table has a label column), under their
-fresh ids; ``split.json`` the parameters, the ``original id → fresh id`` pairs and a digest
+format (id, target columns; one-hot where the training table has a label column);
+``split.json`` the parameters, the ``original id → id in the view`` pairs (the same id since
+issue 53) and a digest
 (recorded in the journal: a resumed run rebuilds the same split or stops). Programs see only
 ``input/`` (docs/CONTRACTS.md); the answers stay on the host beside it.
 """
@@ -61,7 +64,8 @@ class HiddenSplit:
         seed, fraction, group_column: what drew it.
         rows, train_rows: hidden rows, and training rows before the split.
         stratified: drawn stratified on the label (classification, when every class has 2 rows).
-        fresh_ids: ``{original id: fresh id}`` of the hidden rows (ids as text).
+        fresh_ids: ``{original id: id in the view}`` of the hidden rows (ids as text); each keeps
+            its own id (issue 53, item 4), so the two are equal.
         digest: sha256 of the parameters, the row count and the id pairs (the journal records it).
     """
 
@@ -128,13 +132,6 @@ def choose_hidden_rows(train: pd.DataFrame, layout: HiddenLayout, fraction: floa
             pass
     _, hidden = next(ShuffleSplit(n_splits=1, test_size=n_hidden, random_state=state).split(index))
     return np.sort(hidden), False
-
-
-def fresh_ids(ids: list[str], rng: np.random.Generator) -> dict[str, str]:
-    """``{id: fresh id}``: one random cycle over ``ids`` (each takes the next one's id; no id
-    keeps its own when there are two or more)."""
-    order = [ids[i] for i in rng.permutation(len(ids))]
-    return {order[k]: order[(k + 1) % len(order)] for k in range(len(order))}
 
 
 def _digest(seed: int, fraction: float, group_column: str | None, train_rows: int, pairs: dict[str, str]) -> str:
@@ -227,7 +224,7 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     hidden_pos, stratified = choose_hidden_rows(train, layout, fraction, seed, group_column)
     hidden = train.iloc[hidden_pos]
     hidden_ids = hidden[id_col].astype(str).tolist()
-    pairs = fresh_ids(hidden_ids, _rng(seed, 1))
+    pairs = {ident: ident for ident in hidden_ids}  # each keeps its own id (module docstring)
     shuffle = _rng(seed, 2)
     stamp = os.stat(competition.sample_submission_path).st_mtime
     root.mkdir(parents=True, exist_ok=True)
