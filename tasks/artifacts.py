@@ -22,7 +22,8 @@ from prefect.artifacts import (
 from pydantic import BaseModel
 
 from swarm_evo.population.journal import atomic_write_text
-from swarm_evo.reporting import charts, evolution_tree, operation_stats, run_report
+from swarm_evo.population.node import Node
+from swarm_evo.reporting import charts, evolution_tree, node_page, operation_stats, run_report
 from swarm_evo.reporting import report as views
 from swarm_evo.run.session import get_session
 from swarm_evo.step import persistence
@@ -44,13 +45,44 @@ def artifact_key(run_dir: str, kind: str) -> str:
     return f"{name}-{kind}"[:100]
 
 
+def run_tags(run_dir: str) -> list[str]:
+    """Tags that tell runs apart in the UI's list: ``competition:<id>`` (or ``problem:<name>``),
+    ``seed:<n>``, ``policy:<search policy>``."""
+    session = get_session(run_dir)
+    info = session.journal.info
+    what = f"competition:{info['competition_id']}" if info.get("competition_id") else f"problem:{session.objective.id}"
+    return [what, f"seed:{session.config.seed}", f"policy:{session.config.search.policy}"]
+
+
+def label_run(run_dir: str) -> None:
+    """Name the current (top-level) flow run after the run directory, unless its name already
+    starts with it (a sweep names its runs so, a resumed one ``<name>-resume<k>``), and add
+    :func:`run_tags` (issue 54, item 4). Nothing outside a flow run; a failure is logged."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    flow_run_id = flow_run.get_id()
+    if not flow_run_id:
+        return
+    name = get_session(run_dir).run_dir.name
+    current = flow_run.get_name() or ""
+    tags = list(dict.fromkeys([*(flow_run.get_tags() or []), *run_tags(run_dir)]))
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run_id, name=None if current.startswith(name) else name, tags=tags)
+    except Exception as exc:  # noqa: BLE001  (a label: the run goes on)
+        get_run_logger().warning("cannot name the run's flow run: %s: %s", type(exc).__name__, exc)
+
+
 def start_progress(run_dir: str) -> None:
     """Create the run's progress artifact (0 %); log at WARNING when the run's prices apply to no
-    call (:func:`swarm_evo.reporting.report.offline_price_note`)."""
+    call (:func:`swarm_evo.reporting.report.offline_price_note`); name and tag the run's flow run
+    (:func:`label_run`)."""
     session = get_session(run_dir)
     note = views.offline_price_note(session.config.model)
     if note:
         get_run_logger().warning("%s", note)
+    label_run(run_dir)
     done = 100.0 * len(session.journal) / session.config.search.max_steps
     artifact_id = create_progress_artifact(
         progress=done,
@@ -82,14 +114,91 @@ def update_progress(run_dir: str, final: bool = False) -> None:
     )
 
 
+def ui_link(path: str) -> str:
+    """The Prefect UI's address of ``path`` (``runs/flow-run/<id>``, ``artifacts/key/<key>``) from
+    the UI's root: artifacts are read in the UI, so a link relative to its origin holds whichever
+    server shows them later (a run on the ephemeral API has a temporary address; the history is
+    shown by a later ``prefect server start``)."""
+    return f"/{path}"
+
+
+def node_page_key(run_dir: str, node: Node) -> str:
+    """The key of ``node``'s page artifact: ``<run>-node-<step>-<first 8 characters of its id>``."""
+    return artifact_key(run_dir, f"node-{node.step}-{node.id[:8]}")
+
+
+def publish_node_page(run_dir: str, node: Node) -> str | None:
+    """Publish ``node``'s page (:func:`swarm_evo.reporting.node_page.node_page_markdown`: facts,
+    error, output tail, diff to its parent or per gene source, debug chain, code) as a markdown
+    artifact (:func:`node_page_key`), linked to the step's flow run; return its key. Called
+    when the node is appended (tasks/persist.py); a page that cannot be published is logged at
+    WARNING and left out (None): a view must not fail the step."""
+    session = get_session(run_dir)
+    key = node_page_key(run_dir, node)
+    flow_run_id = (node.metadata.get("prefect") or {}).get("flow_run_id")
+    try:
+        create_markdown_artifact(
+            markdown=node_page.node_page_markdown(
+                session.journal, node, flow_run_url=ui_link(f"runs/flow-run/{flow_run_id}") if flow_run_id else None),
+            key=key,
+            description=f"Node step {node.step} ({node.operation}) of {session.objective.id}: code, diff, output, debug chain",
+        )
+    except Exception as exc:  # noqa: BLE001  (a view: the journal holds the node)
+        get_run_logger().warning("cannot publish the page of node %s: %s: %s", node.id[:8], type(exc).__name__, exc)
+        return None
+    return key
+
+
+def step_run_name(node: Node) -> str:
+    """The name a step's flow run gets once its node is appended: ``step<n>-<operation>-<id8>``
+    (the journal's step, not the launch order of ``draft-slot<n>``)."""
+    return f"step{node.step}-{node.operation}-{node.id[:8]}"
+
+
+def label_step_run(node: Node) -> None:
+    """Rename the current (step) flow run :func:`step_run_name` and tag it ``node:<id8>`` and
+    ``step:<n>`` (issue 54, item 4); nothing outside a flow run. A failure is logged, never raised."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    flow_run_id = flow_run.get_id()
+    if not flow_run_id:
+        return
+    tags = list(dict.fromkeys([*(flow_run.get_tags() or []), f"node:{node.id[:8]}", f"step:{node.step}"]))
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run_id, name=step_run_name(node), tags=tags)
+    except Exception as exc:  # noqa: BLE001  (a label: the run goes on)
+        get_run_logger().warning("cannot rename the step's flow run: %s: %s", type(exc).__name__, exc)
+
+
+def node_links(run_dir: str) -> dict[str, dict[str, str]]:
+    """The node table's links (:func:`swarm_evo.reporting.report.node_table`): per node appended
+    in a Prefect run, ``page`` (its page artifact) and ``flow_run`` (its step's flow run), as
+    Markdown links, which the UI's table renders."""
+    session = get_session(run_dir)
+    links: dict[str, dict[str, str]] = {}
+    for node in session.journal.nodes:
+        flow_run_id = (node.metadata.get("prefect") or {}).get("flow_run_id")
+        if not flow_run_id:
+            continue
+        links[node.id] = {
+            "page": f"[node {node.step}]({ui_link('artifacts/key/' + node_page_key(run_dir, node))})",
+            "flow_run": f"[{step_run_name(node)}]({ui_link('runs/flow-run/' + flow_run_id)})",
+        }
+    return links
+
+
 @task(name="publish-node-table", **TASK_DEFAULTS)
 def publish_node_table(run_dir: str) -> None:
-    """The node table artifact (one row per journal node)."""
+    """The node table artifact (one row per journal node; each row links the node's page and its
+    step's flow run: :func:`node_links`)."""
     session = get_session(run_dir)
     create_table_artifact(
-        table=views.node_table(session.journal),
+        table=views.node_table(session.journal, node_links(run_dir)),
         key=artifact_key(run_dir, "nodes"),
-        description=f"Journal nodes of {session.objective.id} ({session.run_dir})",
+        description=f"Journal nodes of {session.objective.id} ({session.run_dir}); the score column is what "
+        "the run selects on; exec_s_all_attempts sums every execution of a node, exec_s_last is the journal's exec_time",
     )
 
 

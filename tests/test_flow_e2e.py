@@ -187,6 +187,14 @@ def test_prefect_records_phase_step_and_debug_subflows(spaceship_run):
     dead = [n for n in journal["nodes"] if n["dead"]]
     for node in dead:
         assert node["debug_attempts"] == 2 and node["is_buggy"]
+    # issue 54, item 4: the run is named after its directory and tagged; each step's run is named
+    # by its node once the node is appended
+    (top,) = [r for r in by_flow["two-phase-evo"] if r.parameters.get("run_dir") == str(run_dir)]
+    assert top.name == run_dir.name
+    assert {"competition:spaceship-titanic", "seed:0", "policy:two_phase"} <= set(top.tags), top.tags
+    names = {str(r.id): r.name for r in completed}
+    for node in journal["nodes"]:
+        assert names[node["metadata"]["prefect"]["flow_run_id"]] == f"step{node['step']}-{node['operation']}-{node['id'][:8]}"
 
 
 def test_prefect_artifacts_show_table_progress_and_report(spaceship_run):
@@ -199,3 +207,19 @@ def test_prefect_artifacts_show_table_progress_and_report(spaceship_run):
     table = kinds["nodes"].data
     rows = json.loads(table) if isinstance(table, str) else table
     assert len(rows) == STEPS
+    # issue 54: the score the run selects on, named; each row links the node's page and its step's flow run
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert "hidden_split_score" in rows[0] and "printed_metric" in rows[0] and "exec_s_all_attempts" in rows[0]
+    for row, node in zip(rows, journal["nodes"]):
+        flow_run_id = node["metadata"]["prefect"]["flow_run_id"]
+        assert row["flow_run"] == f"[step{node['step']}-{node['operation']}-{node['id'][:8]}](/runs/flow-run/{flow_run_id})"
+        assert row["page"] == f"[node {node['step']}](/artifacts/key/{run_dir.name}-node-{node['step']}-{node['id'][:8]})"
+    pages = {a.key: a.data for a in _artifacts(f"{run_dir.name}-node-%")}
+    assert len(pages) == STEPS, sorted(pages)
+    for node in journal["nodes"]:
+        page = pages[f"{run_dir.name}-node-{node['step']}-{node['id'][:8]}"]
+        assert page.startswith(f"# Node step {node['step']}: {node['operation']}") and "## Code" in page
+        if node["parent_id"]:
+            assert "## Diff to its parent" in page
+        if node["debug_attempts"]:
+            assert "## Debug chain" in page and "### Attempt 1:" in page

@@ -21,6 +21,15 @@ def tail(text: str | None, limit: int = MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-(limit - 1):]
 
 
+def error_line(exc_type: str | None, exc_info: str | None) -> str:
+    """``KeyError: 'Age'``: the exception type and its one-line reason, the type once when the
+    reason already starts with it; ``failed`` with neither."""
+    info = (exc_info or "").strip()
+    if exc_type and not info.startswith(exc_type):
+        return exc_type + (f": {info}" if info else "")
+    return info or exc_type or "failed"
+
+
 def attempt_failure(attempt: int, exc_type: str | None, problems: list[str], term_out: str | None,
                     limit: int = MESSAGE_CHARS) -> str:
     """One execution's failure: ``attempt 1 failed: KeyError; <problems>`` then the tail of its
@@ -36,12 +45,8 @@ def attempt_failure(attempt: int, exc_type: str | None, problems: list[str], ter
 def node_failure(node: Node, limit: int = MESSAGE_CHARS) -> str:
     """A dead node's failure: ``dead after 2 debug attempts: KeyError: <exc_info>`` then the tail
     of its last execution's output, at most ``limit`` characters in all."""
-    head = f"dead after {node.debug_attempts} debug attempt{'' if node.debug_attempts == 1 else 's'}: "
-    info = (node.exc_info or "").strip()
-    if node.exc_type and not info.startswith(node.exc_type):
-        head += node.exc_type + (f": {info}" if info else "")
-    else:
-        head += info or node.exc_type or "failed"
+    head = f"dead after {node.debug_attempts} debug attempt{'' if node.debug_attempts == 1 else 's'}: " \
+           + error_line(node.exc_type, node.exc_info)
     head = head[: limit // 2]
     out = tail(node.term_out, max(0, limit - len(head) - 1))
     return f"{head}\n{out}" if out else head
