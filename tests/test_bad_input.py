@@ -334,3 +334,44 @@ def test_resuming_a_copy_the_store_has_moved_past_names_the_command_that_resumes
     line = assert_bad_input(tmp_path, prefect_home, ["resume", "mine", "--store", str(store)],
                             "behind the store's (1 nodes here, 2 in", f"swarm-evo resume {store}/runs/mine")
     assert json.loads((store / "runs" / "mine" / "journal.json").read_text())["nodes"][-1]["id"] == "n2", line
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from swarm_evo.store.run_lock import lock_run_dir
+lock_run_dir(Path(sys.argv[1]))
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_resuming_a_run_directory_open_in_another_process_names_that_process(data, tmp_path, prefect_home):
+    """One process per run directory (issue 53, item 2): a real process has ``mine`` open."""
+    run_dir = tmp_path / "mine"
+    run_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "ready\n"
+        assert_bad_input(tmp_path, prefect_home, ["resume", "mine"], f"{run_dir} is open in another process",
+                         f"pid {holder.pid} on host ", " since 20", f"kill {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_resuming_a_run_whose_writer_lives_names_it_and_take_over(data, tmp_path, prefect_home):
+    """A resume never silently supersedes a live writer (issue 53, item 3): here a run in a
+    directory store, resumed in place, whose lease holder on another host wrote the store just now."""
+    store = tmp_path.with_name(f"{tmp_path.name}-store")  # outside the snapshot: the store check writes a probe
+    node = {"id": "n1", "operation": "draft", "phase": 1, "step": 1}
+    _stored_run(store, "mine", "run-1", [node])
+    config = RunConfig().model_dump(mode="json")
+    config["store"]["url"] = str(store)
+    (store / "runs" / "mine" / "journal.json").write_text(json.dumps(
+        {"info": {"competition_id": COMP, "run_id": "run-1", "data_dir": str(data), "config": config}, "nodes": [node]}))
+    lease = (store / "runs" / "mine" / "lease.json").read_bytes()
+    assert_bad_input(tmp_path, prefect_home, ["resume", str(store / "runs" / "mine")],
+                     f"{store}/runs/mine is being written by a process on host h (pid ?)",
+                     "it last wrote the store ", " s ago", "--take-over")
+    assert (store / "runs" / "mine" / "lease.json").read_bytes() == lease, "not taken over"

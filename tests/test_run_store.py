@@ -223,6 +223,27 @@ def test_a_late_journal_that_landed_first_is_written_over_by_the_lease_holder(tm
     assert [n["id"] for n in json.loads(store_files(location.url)["journal.json"])["nodes"]] == ["n0", "n1", "n2"]
 
 
+@pytest.mark.slow  # SeaweedFS
+def test_a_resume_on_s3_refuses_a_writer_that_wrote_just_now_unless_told_to_take_over(tmp_path, seaweed):
+    """Issue 53, item 3, on S3: the holder is on another host (no pid to ask, no API that knows
+    it), so its last write to the store decides; the store's own clock (LastModified) is read."""
+    from swarm_evo.store.lease import Lease, new_owner, write_lease
+    from swarm_evo.store.liveness import WriterAliveError, check_writer, last_change
+
+    location = open_store(f"s3://{BUCKET}/alive-{time.time_ns()}").run("run")
+    holder = {"host": "worker-7", "pid": 4242, "flow_run_id": "b1e", "flow_run_name": "run-resume1",
+              "since": "2026-11-27T18:40:02+00:00"}
+    write_lease(location, Lease("run-a", 2, holder))
+    assert abs(time.time() - last_change(location)) < 30
+    mine = new_owner("flow-run-me")
+    with pytest.raises(WriterAliveError) as caught:
+        check_writer(location, mine)
+    assert ("being written by flow run b1e (run-resume1) on host worker-7 (pid 4242) since 2026-11-27T18:40:02+00:00 "
+            "(it last wrote the store") in str(caught.value)
+    assert check_writer(location, mine, take_over=True).generation == 2
+    assert check_writer(location, mine, writer_state=lambda run_id: "CRASHED").generation == 2
+
+
 # ------------------------------------------------------------------------------------ bad URLs
 @pytest.mark.slow  # SeaweedFS
 def test_an_s3_key_over_1024_bytes_is_skipped_and_the_journal_keeps_moving(tmp_path, seaweed, caplog):
@@ -319,10 +340,29 @@ def test_a_run_mirrored_to_the_store_resumes_on_another_machine(prefect_server, 
     assert json.loads(mirrored["result.json"])["grade_report"] == summary["grade_report"]
     first_ids = [n["id"] for n in json.loads(mirrored["journal.json"])["nodes"]]
     assert len(first_ids) == 3
+    from flows._writer_state import flow_run_state
 
+    assert flow_run_state(lease["owner"]["flow_run_id"]) == "COMPLETED", "the API tells that the writer ended"
+
+    if kind == "directory":  # resumed in the store's own folder (a plain path): fenced all the same (issue 53)
+        in_place = Path(open_store(store).run("wine-s0").root)
+        two_phase_evo(resume=str(in_place), max_steps=5)
+        ids = [n["id"] for n in json.loads((in_place / "journal.json").read_text())["nodes"]]
+        assert ids[:3] == first_ids and len(ids) == len(set(ids)) == 5
+        assert json.loads((in_place / "lease.json").read_text())["generation"] == 2, "took the lease in place"
+        assert not (in_place / "run.lock").exists(), "the session let the run directory go"
+        return
     second_machine = tmp_path / "machine-2"  # no copy of the run here
     second_machine.mkdir()
     monkeypatch.chdir(second_machine)
+    fetch_run(open_store(store).run("wine-s0"), second_machine / "runs" / "wine-s0")
+    index = second_machine / "runs" / "wine-s0" / "agents" / "agents.json"
+    saved = index.read_text()
+    index.write_text(json.dumps(dict(json.loads(saved), agents=json.loads(saved)["agents"][:1])))
+    with pytest.raises(ValueError, match="agents.num_agents"):  # a check that fails after the fetch ...
+        two_phase_evo(resume=run_url, max_steps=5)
+    assert json.loads(store_files(run_url)["lease.json"])["generation"] == 1, "... takes nothing over (issue 53)"
+    index.write_text(saved)
     two_phase_evo(resume=run_url, max_steps=5)
     local = second_machine / "runs" / "wine-s0"
     ids = [n["id"] for n in json.loads((local / "journal.json").read_text())["nodes"]]

@@ -532,3 +532,44 @@ def test_a_live_writer_is_not_superseded_without_take_over(tmp_path, holders):
     for name in ("lease.json", "journal.json"):
         os.utime(Path(location.root) / name, (old, old))
     assert check_writer(location, mine).generation == 5  # silent for 10 minutes, no API: dead
+
+
+def test_a_file_grown_after_the_walk_goes_up_cut_at_the_size_checked(tmp_path, monkeypatch):
+    """Issue 53, item 9 (seen: a file grown after the stat went up at 3 MiB under a 1 MiB cap)."""
+    run = fake_run(tmp_path / "r", 1)
+    big = run.dir / "nodes" / "n0" / "model.bin"
+    big.write_bytes(b"x" * (900 * 1024))
+    real_walk = mirror_module.walk_files
+
+    def growing_walk(root, **kwargs):
+        for entry in real_walk(root, **kwargs):
+            if entry.rel.endswith("model.bin"):
+                with open(big, "ab") as fh:
+                    fh.write(b"y" * (3 * 1024 * 1024))  # the program writes on after the walk's stat
+            yield entry
+
+    monkeypatch.setattr(mirror_module, "walk_files", growing_walk)
+    store = open_store(tmp_path / "store")
+    mirror = RunMirror(run.dir, store.run("r"), max_file_mb=1)
+    mirror.sync_once()
+    stored = Path(store.run("r").root) / "nodes" / "n0" / "model.bin"
+    assert stored.stat().st_size == 900 * 1024, "never more than the size checked against the cap"
+    monkeypatch.setattr(mirror_module, "walk_files", real_walk)
+    mirror.sync_once()  # the next sync sees the new size: over the cap, skipped and recorded
+    assert "over store.max_file_mb = 1" in mirror.skipped["nodes/n0/model.bin"]
+
+
+def test_a_final_fits_scratch_is_not_mirrored(tmp_path):
+    run = fake_run(tmp_path / "r", 1)
+    (run.dir / "final_fit" / "working").mkdir(parents=True)
+    (run.dir / "final_fit" / "working" / "model.pkl").write_bytes(b"big")
+    (run.dir / "final_fit" / "submission").mkdir()
+    (run.dir / "final_fit" / "submission" / "submission.csv").write_text("id,y\n")
+    rels = {entry.rel for entry in walk_files(run.dir)}
+    assert "final_fit/submission/submission.csv" in rels and "final_fit/working/model.pkl" not in rels
+
+
+def test_file_colon_slash_is_fixed_to_the_absolute_url():
+    """Issue 53, item 9: ``file:/a/b`` is the absolute folder /a/b, never ``file://a/b`` (relative)."""
+    with pytest.raises(StoreError, match=r"write file:///a/b \(or the path itself, /a/b\)"):
+        open_store("file:/a/b")

@@ -7,6 +7,8 @@ programs. So a session holds ``RUN_DIR/run.lock`` for its whole life: an exclusi
 lock (``fcntl.lockf``), which local file systems and NFSv4 (through the server's lock manager)
 both honour and the kernel releases when the process dies, however it dies. The file holds who
 took it (host, pid, since), for the second opener's message; it is never mirrored nor fetched.
+The holder removes it as it lets go (a killed process leaves it, unlocked); an opener that locked
+a file removed meanwhile tries again on the one at the path, so two processes never both hold it.
 
 POSIX locks belong to a process, not to a file descriptor: a second lock of the same file in the
 same process would succeed, and closing any descriptor of it would drop the lock. So this process
@@ -60,6 +62,10 @@ class RunDirLock:
                 return
             del _HELD[key]
         if held[0] is not None:
+            try:  # removed while still held: an opener that finds it gone makes a new one (see lock_run_dir)
+                os.unlink(self.run_dir / LOCK_FILE)
+            except OSError:
+                pass
             os.close(held[0])  # closing the descriptor drops the lock
 
 
@@ -98,6 +104,13 @@ def _try_lock(fd: int, run_dir: Path) -> bool:
     return True
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
 def lock_run_dir(run_dir: Path) -> RunDirLock:
     """Hold ``run_dir`` (an existing directory) for this process until :meth:`RunDirLock.release`
     or the process's end; a session opened again in this process takes the hold on.
@@ -112,8 +125,12 @@ def lock_run_dir(run_dir: Path) -> RunDirLock:
         if key in _HELD:
             _HELD[key] = (_HELD[key][0], token)
             return RunDirLock(run_dir, token)
-        fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        locked = _try_lock(fd, run_dir)
+        while True:
+            fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            locked = _try_lock(fd, run_dir)
+            if not locked or _same_file(fd, run_dir / LOCK_FILE):
+                break
+            os.close(fd)  # locked a file its holder removed as it let go: lock the one at the path now
         holder = {"host": socket.gethostname(), "pid": os.getpid(),
                   "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         os.ftruncate(fd, 0)
