@@ -61,5 +61,6 @@ def test_node_page_is_bounded_and_links_show_in_the_table():
     child = j.append(make_node(code=program(DATA="y = 2\n" * 40_000), operation="mutate", phase=2, parent_id=huge.id))
     page = node_page.node_page_markdown(j, child)
     assert len(page) <= node_page.MAX_PAGE_CHARS
+    assert page.rstrip().endswith("```") and "more characters left out" in page, "the code gives way, its fence kept"
     rows = node_table(j, {child.id: {"page": "[node 2](/artifacts/key/k)"}})
     assert rows[0]["page"] == "" and rows[1]["page"] == "[node 2](/artifacts/key/k)"

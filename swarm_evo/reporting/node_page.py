@@ -84,8 +84,9 @@ def _facts(journal: Journal, node: Node, best: Node | None, name: str) -> list[s
         ("debug attempts", node.debug_attempts),
         ("agent", node.agent_id or "—"),
         ("approach", (node.approach_tag or "—").replace("|", "\\|").replace("\n", " ")[:300]),
-        ("model calls", f"{usage.calls} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
-                        f"{'unknown cost' if usage.cost is None else f'${usage.cost:.4f}'})"),
+        ("model calls", "none" if not usage.calls else
+         f"{usage.calls} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
+         f"{'unknown cost' if usage.cost is None else f'${usage.cost:.4f}'})"),
         ("seconds", f"execution {timings.get('exec', '—')} (all attempts), last {node.exec_time if node.exec_time is not None else '—'}, "
                     f"step {timings.get('wall', '—')}"),
     ]
@@ -153,6 +154,15 @@ def node_page_markdown(journal: Journal, node: Node, *, flow_run_url: str | None
     and, for a merge, per gene source the diff of the genes it took, its debug chain (each
     attempt's outcome, output tail and fix as a diff) and its code. ``flow_run_url`` links the
     step's flow run."""
+    page = _page(journal, node, flow_run_url, MAX_CODE_CHARS)
+    if len(page) > MAX_PAGE_CHARS:  # every section is bounded; the code gives way first, whole fences kept
+        page = _page(journal, node, flow_run_url, max(2_000, MAX_CODE_CHARS - (len(page) - MAX_PAGE_CHARS) - 200))
+    if len(page) > MAX_PAGE_CHARS:
+        page = page[: MAX_PAGE_CHARS - 200] + "\n\n… (page cut to its size limit; the node's files are in the run directory)\n"
+    return page
+
+
+def _page(journal: Journal, node: Node, flow_run_url: str | None, code_chars: int) -> str:
     best = journal.best_node()
     name = score_name(journal)
     lines = [f"# Node step {node.step}: {node.operation} ({node_status(node, best)})", ""]
@@ -165,8 +175,5 @@ def node_page_markdown(journal: Journal, node: Node, *, flow_run_url: str | None
         lines += ["", "## Output (tail)", "", _fence(tail(node.term_out, MAX_OUTPUT_CHARS))]
     lines += _diff_section(journal, node)
     lines += _chain_section(node)
-    lines += ["", "## Code", "", _fence(_head(node.code, MAX_CODE_CHARS), "python")]
-    page = "\n".join(lines) + "\n"
-    if len(page) > MAX_PAGE_CHARS:  # the sections are bounded, the whole too: cut the chain's and diffs' excess
-        page = page[: MAX_PAGE_CHARS - 200] + "\n\n… (page cut to its size limit; the node's files are in the run directory)\n"
-    return page
+    lines += ["", "## Code", "", _fence(_head(node.code, code_chars), "python")]
+    return "\n".join(lines) + "\n"
