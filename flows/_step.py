@@ -29,8 +29,8 @@ def _outcome(node: Node) -> dict | State:
     its last output) and a ``dead-step<n>`` task run that ends Failed (``Dead``) with that text
     as its message, so the death shows in a failure colour in the Prefect UI (issue 54, item 2).
 
-    The step run itself stays Completed-type (``Completed(name="Dead")``): its caller
-    (flows/_epoch.py) calls it without ``return_state=True``, and a Failed step would raise there.
+    The step run itself stays Completed-type (``Completed(name="Dead")``): its caller (the step
+    scheduler) calls it without ``return_state=True``, and a Failed step would raise there.
     """
     summary = {
         "node_id": node.id,
