@@ -195,7 +195,14 @@ class SandboxConfig(_Section):
     )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(
-        None, description="(docker) none, all, a count N, or device ids [0, 1] / '0,1'."
+        None, description="GPUs for programs: none, all, a count N (the first N), or device ids [0, 1] / '0,1' / "
+        "GPU-<uuid>. Each GPU is a device group; an execution sees only its group's GPUs (CUDA_VISIBLE_DEVICES; local: "
+        "only its /dev/nvidia* nodes; docker: a device request). With GPUs the run's execution slots are GPUs x "
+        "slots_per_gpu (in place of search.parallel_workers). Without GPUs, local programs see no /dev/nvidia*."
+    )
+    slots_per_gpu: int = Field(
+        1, ge=1,
+        description="Executions that share one GPU at once (with gpus). GPU memory is not divided: they share it.",
     )
     cpus: float | None = Field(None, gt=0, description="(docker) CPUs per container (default: cores / parallel_workers).")
     pids_limit: int = Field(
@@ -229,12 +236,11 @@ class SandboxConfig(_Section):
         return list(spec) if isinstance(spec, tuple) else spec
 
     @model_validator(mode="after")
-    def _gpus_need_their_backend(self) -> "SandboxConfig":
-        owners = backends.readers("gpus")
-        if self.gpus is not None and self.backend not in owners:
+    def _slots_need_gpus(self) -> "SandboxConfig":
+        if self.slots_per_gpu != 1 and self.gpus is None:
             raise ValueError(
-                f"gpus needs backend {' or '.join(owners)} (--executor {owners[0]}); the {self.backend} backend's "
-                "programs already see the host's GPUs, so set gpus to none there"
+                f"slots_per_gpu={self.slots_per_gpu} shares GPUs, but sandbox.gpus is none: give the GPUs "
+                "(sandbox.gpus: all, a count or device ids; --gpus) or leave slots_per_gpu at 1"
             )
         return self
 

@@ -26,8 +26,8 @@ from swarm_evo.sandbox.factory import make_sandbox
 
 def test_the_backends_and_their_keys():
     assert backends.NAMES == ("local", "docker")
-    assert backends.get("docker").keys == ("image", "gpus", "cpus")
-    assert backends.readers("gpus") == ("docker",) and backends.readers("exec_timeout") == ("local", "docker")
+    assert backends.get("docker").keys == ("image", "cpus")
+    assert backends.readers("gpus") == ("local", "docker") and backends.readers("exec_timeout") == ("local", "docker")
     with pytest.raises(ValueError, match="unknown sandbox backend 'apptainer': use one of local, docker"):
         backends.get("apptainer")
     every_key = set(SandboxConfig.model_fields)
@@ -40,8 +40,9 @@ def test_the_config_reads_the_registry():
     assert SandboxConfig().backend == backends.NAMES[0]
     for name, backend in backends.BACKENDS.items():
         assert backend.summary in SandboxConfig.model_fields["backend"].description
-    with pytest.raises(ConfigError, match="gpus needs backend docker \\(--executor docker\\); the local backend"):
-        RunConfig().with_overrides({"sandbox.gpus": "all"})
+    assert RunConfig().with_overrides({"sandbox.gpus": "all"}).sandbox.gpus == "all"  # every backend (issue 52)
+    with pytest.raises(ConfigError, match="slots_per_gpu=2 shares GPUs, but sandbox.gpus is none"):
+        RunConfig().with_overrides({"sandbox.slots_per_gpu": 2})
 
 
 def test_the_cli_offers_the_registrys_backends():

@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="sandbox backend: " + backends.help_text())
     r.add_argument("--image", default=None, help="Docker sandbox image (default swarm-evo-sandbox:latest)")
     r.add_argument("--gpus", default=None,
-                   help="Docker GPUs: none, all, a count (2) or device ids (0,1); needs --executor docker")
+                   help="GPUs for programs (either backend): none, all, a count (2) or device ids (0,1); each GPU is an "
+                   "execution slot (sandbox.slots_per_gpu executions share one)")
     r.add_argument("--python", default=None,
                    help="interpreter or virtual environment that runs programs on the local backend "
                    "(default: the program environment `swarm-evo env build` made)")

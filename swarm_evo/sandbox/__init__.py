@@ -19,7 +19,7 @@ from swarm_evo.sandbox.base import (
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE, DockerSandbox
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import classify_failure
-from swarm_evo.sandbox.gpus import DevicePool, GpuSpec, parse_gpus
+from swarm_evo.sandbox.gpus import DeviceAllocator, GpuSpec, parse_gpus
 from swarm_evo.sandbox.local import LocalSandbox
 from swarm_evo.sandbox.output import read_bounded
 from swarm_evo.sandbox.runtime import RuntimeInfo, RuntimeProbeError, describe_runtime
@@ -28,7 +28,7 @@ from swarm_evo.sandbox.workdir import prepare_workdir
 __all__ = [
     "DEFAULT_IMAGE",
     "DEFAULT_MAX_OUTPUT_BYTES",
-    "DevicePool",
+    "DeviceAllocator",
     "DockerSandbox",
     "ExecutionResult",
     "GpuSpec",

@@ -47,7 +47,15 @@ class Backend:
     leftovers: Callable[[Path], list[str]] | None = None
 
 
+def _slots(config: "RunConfig") -> int:
+    """Executions at once: the GPU slots when GPUs are given, else ``search.parallel_workers``."""
+    from swarm_evo.sandbox.factory import execution_workers
+
+    return execution_workers(config)
+
+
 def _local(config: "RunConfig", threads: int) -> Sandbox:
+    from swarm_evo.sandbox.gpus import config_spec
     from swarm_evo.sandbox.local import LocalSandbox
     from swarm_evo.sandbox.program_env import resolve_program_python
 
@@ -55,20 +63,21 @@ def _local(config: "RunConfig", threads: int) -> Sandbox:
     return LocalSandbox(
         python=resolve_program_python(cfg.python).path, max_output_bytes=cfg.max_output_bytes,
         memory_limit_mb=cfg.memory_limit_mb, num_threads=threads, pids_limit=cfg.pids_limit,
-        parallel_workers=config.search.parallel_workers, shm_size_mb=cfg.shm_size_mb,
+        parallel_workers=_slots(config), shm_size_mb=cfg.shm_size_mb,
         disk_limit_mb=cfg.disk_limit_mb, network=cfg.network, allow_unconfined=cfg.allow_unconfined,
-        preload=tuple(cfg.preload),
+        preload=tuple(cfg.preload), gpus=config_spec(config), slots_per_gpu=cfg.slots_per_gpu,
     )
 
 
 def _docker(config: "RunConfig", threads: int) -> Sandbox:
     from swarm_evo.sandbox.docker_sandbox import DockerSandbox
+    from swarm_evo.sandbox.gpus import config_spec
 
     cfg = config.sandbox
     return DockerSandbox(
         image=cfg.image, memory_limit_mb=cfg.memory_limit_mb, cpus=cfg.cpus, pids_limit=cfg.pids_limit,
-        shm_size_mb=cfg.shm_size_mb, gpus=tuple(cfg.gpus) if isinstance(cfg.gpus, list) else cfg.gpus,
-        parallel_workers=config.search.parallel_workers, num_threads=threads,
+        shm_size_mb=cfg.shm_size_mb, gpus=config_spec(config), slots_per_gpu=cfg.slots_per_gpu,
+        parallel_workers=_slots(config), num_threads=threads,
         max_output_bytes=cfg.max_output_bytes, disk_limit_mb=cfg.disk_limit_mb, network=cfg.network,
     )
 
@@ -83,7 +92,7 @@ BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
         Backend("local", "local processes (default)", ("python", "allow_unconfined", "preload"), _local),
-        Backend("docker", "Docker containers", ("image", "gpus", "cpus"), _docker, _docker_leftovers),
+        Backend("docker", "Docker containers", ("image", "cpus"), _docker, _docker_leftovers),
     )
 }
 """The backends by name; the first is the default."""

@@ -16,7 +16,9 @@ would leave a container behind when ``start`` fails). The container:
   directory kills the container past it: ``DiskLimitError``);
 * gets no host environment: only what a program needs (thread counts, ``HOME=/tmp``,
   ``PYTHONUNBUFFERED``, ``MPLBACKEND``) — API keys never reach it;
-* gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``), leased per execution.
+* gets its GPUs as a ``DeviceRequest`` (``docker run --gpus``) of one device group, leased per
+  execution (:mod:`~swarm_evo.sandbox.gpus`: ``sandbox.slots_per_gpu`` containers share a group),
+  with ``NVIDIA_VISIBLE_DEVICES`` and ``CUDA_VISIBLE_DEVICES`` naming it.
 
 stdout and stderr are read live from an attach stream into the local backend's bounded
 captures (:class:`~swarm_evo.sandbox.output.OutputCapture`: at most ``max_log_bytes`` each on
@@ -56,7 +58,8 @@ from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, cla
 from swarm_evo.sandbox.docker_streams import ContainerInit, attach_streams, logs_capture
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import result_from_captures
-from swarm_evo.sandbox.gpus import NVIDIA_FIX, DevicePool, GpuSpec, describe_spec, device_request
+from swarm_evo.sandbox.gpus import (NVIDIA_FIX, DeviceGroup, GpuSpec, Gpu, as_groups, default_limit_name,
+    shared_allocator)
 from swarm_evo.sandbox.output import OutputCapture
 from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
@@ -107,8 +110,11 @@ class DockerSandbox:
         pids_limit: maximum processes/threads in the container (fork-bomb guard).
         shm_size_mb: size of ``/dev/shm`` (PyTorch DataLoader workers need it).
         tmp_size_mb: size of the ``/tmp`` tmpfs (counts against the memory limit).
-        gpus: normalised GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`).
-        parallel_workers: executions at once, to deal device-id groups.
+        gpus: a GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`'s forms; ``all``/N are the
+            GPUs found on this machine, taken to be the Docker host) or device groups already
+            formed (:func:`~swarm_evo.sandbox.gpus.device_groups`).
+        slots_per_gpu: containers that share one device group at once (``sandbox.slots_per_gpu``).
+        parallel_workers: executions at once, for the default memory and CPU limits.
         num_threads: BLAS/OpenMP threads exported to the program.
         max_output_bytes: cap on each of stdout, stderr and term_out in the result.
         client: a ``docker.DockerClient`` (default ``docker.from_env()``).
@@ -131,8 +137,9 @@ class DockerSandbox:
         pids_limit: int = 512,
         shm_size_mb: int = 1024,
         tmp_size_mb: int = 512,
-        gpus: GpuSpec = None,
+        gpus: GpuSpec | list[DeviceGroup] = None,
         parallel_workers: int = 1,
+        slots_per_gpu: int = 1,
         num_threads: int | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         client=None,
@@ -161,7 +168,8 @@ class DockerSandbox:
         self.pids_limit = int(pids_limit)
         self.shm_size_mb = int(shm_size_mb)
         self.tmp_size_mb = int(tmp_size_mb)
-        self.devices = DevicePool(gpus, workers)
+        self.gpu_groups = as_groups(gpus, docker=True)
+        self.devices = shared_allocator(self.gpu_groups, slots_per_gpu)
         self.num_threads = num_threads
         self.max_output_bytes = int(max_output_bytes)
         self.max_log_bytes = max(self.max_output_bytes, int(max_log_bytes or LOG_FILE_FACTOR * self.max_output_bytes))
@@ -191,28 +199,34 @@ class DockerSandbox:
 
     @property
     def gpu_limit(self) -> str | None:
-        """Global concurrency limit to hold around an execution (shared GPUs), or None."""
-        return self.devices.shared_limit
+        """Global concurrency limit to hold around an execution, or None: only when the GPUs are
+        Docker's choice (``all``/N and no GPU visible from here: one group shared by every
+        container of the Docker host, :attr:`~swarm_evo.sandbox.gpus.DeviceGroup.whole`)."""
+        return default_limit_name() if any(g.whole is not None for g in self.gpu_groups) else None
 
     def user(self) -> str:
         """``uid:gid`` of the program: the caller's own ids, or nobody when the caller is root."""
         uid, gid = os.getuid(), os.getgid()
         return NOBODY if uid == 0 else f"{uid}:{gid}"
 
-    def environment(self) -> dict[str, str]:
-        """The whole environment of the program: nothing from the host (SPEC §10)."""
-        return scrub_env({}, num_threads=self.num_threads, extra={"HOME": "/tmp"})
+    def environment(self, gpus: DeviceGroup | None = None) -> dict[str, str]:
+        """The whole environment of the program: nothing from the host (SPEC §10); with a device
+        group its ``CUDA_VISIBLE_DEVICES``/``NVIDIA_VISIBLE_DEVICES`` (:meth:`DeviceGroup.environment`)."""
+        extra = {"HOME": "/tmp", **(gpus.environment(confined=True, docker=True) if gpus is not None else {})}
+        return scrub_env({}, num_threads=self.num_threads, extra=extra)
 
-    def container_kwargs(self, workdir: Path, public_dir: Path, gpus: GpuSpec, name: str) -> dict:
-        """Arguments of ``client.containers.create`` for one execution (see module docstring)."""
+    def container_kwargs(self, workdir: Path, public_dir: Path, gpus: DeviceGroup | GpuSpec, name: str) -> dict:
+        """Arguments of ``client.containers.create`` for one execution (see module docstring);
+        ``gpus``: its device group (a spec is taken as one group), or None."""
         docker = _docker()
+        gpus = _group(gpus)
         mounts = [
             docker.types.Mount(CONTAINER_WORKDIR, str(workdir), type="bind"),
             docker.types.Mount(
                 f"{CONTAINER_WORKDIR}/{INPUT_DIR}", str(Path(public_dir).resolve()), type="bind", read_only=True
             ),
         ]
-        request = device_request(gpus)
+        request = gpus.request() if gpus is not None else None
         log_cap = max(self.max_log_bytes, 1_000_000)
         return dict(
             image=self.image,
@@ -221,7 +235,7 @@ class DockerSandbox:
             labels={LABEL: workdir.name, WORKDIR_LABEL: str(workdir)},
             working_dir=CONTAINER_WORKDIR,
             user=self.user(),
-            environment=self.environment(),
+            environment=self.environment(gpus),
             network_mode="host" if self.network else "none",
             mem_limit=f"{self.memory_limit_mb}m",
             memswap_limit=f"{self.memory_limit_mb}m",
@@ -247,7 +261,7 @@ class DockerSandbox:
             tty=False,
         )
 
-    def create_container(self, workdir: Path, public_dir: Path, gpus: GpuSpec):
+    def create_container(self, workdir: Path, public_dir: Path, gpus: DeviceGroup | GpuSpec):
         """Create (not start) the container of one execution; the caller removes it.
 
         Raises:
@@ -296,7 +310,7 @@ class DockerSandbox:
                 take_back_workdir(workdir, owner, NOBODY_UID)
             remove_escaping_links(workdir)
 
-    def _run(self, container, workdir: Path, timeout: float, gpus: GpuSpec, owner=None) -> ExecutionResult:
+    def _run(self, container, workdir: Path, timeout: float, gpus: DeviceGroup | GpuSpec, owner=None) -> ExecutionResult:
         docker = _docker()
         import requests
 
@@ -324,7 +338,7 @@ class DockerSandbox:
                 text = str(exc)
                 if gpus is not None and ("device driver" in text or "nvidia" in text.lower() or "gpu" in text.lower()):
                     raise SandboxUnavailableError(
-                        f"the Docker host cannot give containers GPUs ({describe_spec(gpus)} requested; "
+                        f"the Docker host cannot give containers GPUs ({_group(gpus).describe()} requested; "
                         f"daemon said: {exc.explanation or text}): {NVIDIA_FIX}"
                     ) from None
                 raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
@@ -366,6 +380,15 @@ class DockerSandbox:
             owner=owner,
         )
         return classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=start + float(timeout))
+
+
+def _group(gpus: DeviceGroup | GpuSpec) -> DeviceGroup | None:
+    """A device group from a group or a spec (``all``/N: Docker's choice; ids: one group of them)."""
+    if gpus is None or isinstance(gpus, DeviceGroup):
+        return gpus
+    if gpus == "all" or isinstance(gpus, int):
+        return DeviceGroup((), whole=gpus)
+    return DeviceGroup(tuple(Gpu(name) for name in gpus))
 
 
 def remove_stray_containers(under: Path, client=None) -> list[str]:

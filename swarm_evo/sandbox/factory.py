@@ -21,12 +21,26 @@ _warned_network: set[str] = set()
 
 
 def threads_per_execution(parallel_workers: int) -> int:
-    """OpenMP/BLAS threads per program: the cores shared by the parallel executions.
+    """OpenMP/BLAS threads per program: the cores shared by the parallel executions (the run's
+    execution slots: :func:`execution_workers`).
 
     Measured here (2 cores): two HistGradientBoosting programs with 2 OpenMP threads each ran
     for over 10 minutes without finishing; with 1 thread each they took 5.6 s.
     """
     return max(1, (os.cpu_count() or 1) // max(1, parallel_workers))
+
+
+def execution_workers(config: RunConfig) -> int:
+    """Executions a run makes at once: its GPU slots when it is given GPUs (device groups x
+    ``sandbox.slots_per_gpu``, :func:`swarm_evo.sandbox.gpus.execution_slots`), else
+    ``search.parallel_workers``.
+
+    Raises:
+        SandboxUnavailableError: the GPUs given are not on this host (names the fix).
+    """
+    from swarm_evo.sandbox.gpus import execution_slots
+
+    return execution_slots(config) or config.search.parallel_workers
 
 
 def make_sandbox(config: RunConfig) -> Sandbox:
@@ -36,11 +50,17 @@ def make_sandbox(config: RunConfig) -> Sandbox:
     The local backend refuses, at its first execution, to run programs it cannot confine unless
     ``sandbox.allow_unconfined`` (:func:`swarm_evo.sandbox.confinement.cannot_confine`).
 
+    With ``sandbox.gpus`` the sandbox owns the run's device groups: each ``execute`` holds one
+    (:class:`swarm_evo.sandbox.gpus.DeviceAllocator`) for its duration, so the caller only runs
+    at most :func:`execution_workers` executions at once; threads and the default memory limit
+    are shared out among those.
+
     Raises:
-        SandboxUnavailableError: docker backend with no daemon or no image (names the fix).
+        SandboxUnavailableError: docker backend with no daemon or no image; GPUs given that this
+            host does not have (each names the fix).
     """
     cfg = config.sandbox
-    threads = threads_per_execution(config.search.parallel_workers)
+    threads = threads_per_execution(execution_workers(config))
     if cfg.network and cfg.backend not in _warned_network:  # once per run (process) and backend
         _warned_network.add(cfg.backend)
         log.warning("sandbox.network is true: programs of the %s backend share the host's network and reach its "

@@ -1,28 +1,45 @@
-"""GPU requests for the Docker sandbox: the ``gpus`` spec, device requests, per-execution leases.
+"""GPU slots on every backend (SPEC §10; issue 52, item 3): specs, device groups, an allocator.
 
-The spec (SPEC §10; ``sandbox.gpus`` in config, the SandboxSettings block, the ``gpus`` flow
-parameter and ``--gpus`` on the command line) is one of:
+The spec (``sandbox.gpus`` in config, the SandboxSettings block, the ``gpus`` flow parameter and
+``--gpus`` on the command line) is one of:
 
-    None / "none"     no GPU (the default)
-    "all"             every GPU of the host             -> Docker ``--gpus all``
-    N (int >= 1)      the first N GPUs                  -> ``--gpus N``
-    ["0", "2"]        these device ids (or UUIDs)       -> ``--gpus '"device=0,2"'``
+    None / "none"     no GPU (the default): local programs see no /dev/nvidia* node at all
+    "all"             every GPU of the host (:func:`discover_gpus`)
+    N (int >= 1)      the first N GPUs of the host
+    ["0", "2"]        these device ids (nvidia-smi indices or ``GPU-<uuid>``; MIG ids: docker only)
 
-With parallel steps two containers must not fight over one device: an id list is split into
-disjoint groups, one per parallel execution, handed out by :class:`DevicePool` (an execution
-waits while every group is in use). "all" and N name no particular devices, so executions
-with them share a *global concurrency limit* of one slot (:attr:`DevicePool.shared_limit`),
-which the Prefect layer holds around each execution; being global, it also serialises GPU
-use across runs of a sweep on the same host.
+Every GPU given is one **device group**; ``sandbox.slots_per_gpu`` (default 1) executions share
+one group, so a run has ``groups x slots_per_gpu`` execution slots (:func:`execution_slots`,
+the scheduler's lane count). A :class:`DeviceAllocator` (thread-safe, one per set of groups in a
+process: the runs of a sweep in one process share it) hands each execution the least-used group
+for its duration and takes it back. What an execution sees of its group:
+
+* local backend: ``CUDA_VISIBLE_DEVICES`` (:meth:`DeviceGroup.environment`) and, inside its
+  namespaces, only the group's ``/dev/nvidia<minor>`` nodes plus the control nodes
+  (:data:`CONTROL_NODES`) that exist (:meth:`DeviceGroup.device_nodes`);
+* Docker: a ``DeviceRequest`` with the group's device ids (:func:`device_request`),
+  ``NVIDIA_VISIBLE_DEVICES`` and ``CUDA_VISIBLE_DEVICES``.
+
+GPU memory is not divided: executions that share a group share its memory.
 """
 
 from __future__ import annotations
 
-import queue
+import functools
+import os
 import re
 import socket
+import subprocess
+import threading
 from contextlib import contextmanager
-from typing import Iterator, Union
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, Union
+
+from swarm_evo.sandbox.base import SandboxUnavailableError
+
+if TYPE_CHECKING:
+    from swarm_evo.config import RunConfig
 
 GpuSpec = Union[None, str, int, tuple[str, ...]]
 """Normalised spec: None, ``"all"``, a count ``N >= 1`` or a tuple of device ids."""
@@ -34,8 +51,17 @@ NVIDIA_FIX = (
 )
 """The fix named by every 'no GPU runtime' error."""
 
+CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+"""Device nodes every CUDA program needs besides its GPUs' own (bound when the host has them)."""
+
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+"""The NVIDIA driver's per-GPU directories (``<pci bus id>/information``)."""
+
 _ID = re.compile(r"^(\d+(:\d+)?|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
 """A device id as nvidia-container-toolkit takes it: an index (``0``, MIG ``0:1``) or a UUID."""
+
+_SMI_LINE = re.compile(r"^GPU (\d+): .*\(UUID: (GPU-[0-9A-Za-z-]+)\)")
+_DEV_NODE = re.compile(r"^nvidia(\d+)$")
 
 
 def parse_gpus(value: object) -> GpuSpec:
@@ -80,6 +106,193 @@ def _ids(ids: list[str], original: object, accepted: str) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def describe_spec(spec: GpuSpec) -> str:
+    """Human form of a spec: ``"no GPU"``, ``"all GPUs"``, ``"2 GPUs"``, ``"GPUs 0,1"``."""
+    if spec is None:
+        return "no GPU"
+    if spec == "all":
+        return "all GPUs"
+    if isinstance(spec, int):
+        return f"{spec} GPU{'s' if spec != 1 else ''}"
+    return "GPU" + ("s " if len(spec) > 1 else " ") + ",".join(spec)
+
+
+def default_limit_name() -> str:
+    """Name of the global concurrency limit for GPUs shared by every container of a Docker host
+    (the Docker backend's whole-spec group, :meth:`DeviceGroup.whole`): one per host.
+
+    ``swarm-evo-gpus-<hostname>``, lower-cased, other characters replaced by dashes.
+    """
+    host = re.sub(r"[^a-z0-9-]+", "-", socket.gethostname().lower()).strip("-") or "host"
+    return f"swarm-evo-gpus-{host}"
+
+
+# ---------------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One NVIDIA GPU.
+
+    Attributes:
+        name: the id executions name it by: the user's id (``"2"``, ``"GPU-<uuid>"``, MIG) or,
+            for ``all``/N, its nvidia-smi index.
+        index: nvidia-smi's index (PCI bus order), None when unknown.
+        minor: the minor number of its ``/dev/nvidia<minor>`` node, None when unknown.
+        uuid: ``GPU-<uuid>``, None when unknown.
+    """
+
+    name: str
+    index: int | None = None
+    minor: int | None = None
+    uuid: str | None = None
+
+
+def _from_smi(run: Callable) -> list[tuple[int, str]]:
+    """``(index, uuid)`` per GPU from ``nvidia-smi -L`` (MIG lines skipped); [] when it fails."""
+    try:
+        done = run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if getattr(done, "returncode", 1) != 0:
+        return []
+    found = []
+    for line in (done.stdout or "").splitlines():
+        match = _SMI_LINE.match(line)  # "GPU 0: NVIDIA H200 (UUID: GPU-...)"; MIG lines are indented
+        if match:
+            found.append((int(match.group(1)), match.group(2)))
+    return found
+
+
+def _from_proc(proc_dir: str | Path) -> list[tuple[int | None, str | None]]:
+    """``(minor, uuid)`` per GPU from the driver's ``<bus id>/information`` files, in PCI bus
+    order (nvidia-smi's default index order); [] when there is none."""
+    try:
+        buses = sorted(os.listdir(proc_dir))
+    except OSError:
+        return []
+    found = []
+    for bus in buses:
+        fields = {}
+        try:
+            with open(os.path.join(proc_dir, bus, "information")) as fh:
+                for line in fh:
+                    key, _, value = line.partition(":")
+                    fields[key.strip()] = value.strip()
+        except OSError:
+            continue
+        minor = fields.get("Device Minor", "")
+        uuid = fields.get("GPU UUID", "")
+        found.append((int(minor) if minor.isdigit() else None, uuid if uuid.startswith("GPU-") else None))
+    return found
+
+
+def _from_dev(dev_dir: str | Path) -> list[int]:
+    """Minor numbers of the ``/dev/nvidia<N>`` nodes, ascending; [] when there is none."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for m in map(_DEV_NODE.match, names) if m)
+
+
+def discover_gpus(run: Callable = subprocess.run, proc_dir: str | Path = PROC_GPUS,
+                  dev_dir: str | Path = "/dev") -> tuple[Gpu, ...]:
+    """The host's NVIDIA GPUs in nvidia-smi's order; () when none is found (never raises).
+
+    Sources, each optional: ``nvidia-smi -L`` (indices and UUIDs; ``run`` is called like
+    :func:`subprocess.run`), the driver's ``proc_dir`` (each GPU's device minor and UUID, in PCI
+    bus order), and the ``/dev/nvidia<N>`` nodes of ``dev_dir``. A GPU's minor comes from the
+    driver by its UUID, else from the node of the same number; without nvidia-smi the driver's
+    list, else the nodes, give the GPUs in order.
+    """
+    smi = _from_smi(run)
+    proc = _from_proc(proc_dir)
+    nodes = _from_dev(dev_dir)
+    if smi:
+        minors = {uuid: minor for minor, uuid in proc if uuid}
+        return tuple(Gpu(str(index), index, minors.get(uuid, index if index in nodes or not nodes else None), uuid)
+                     for index, uuid in smi)
+    if proc:
+        return tuple(Gpu(str(i), i, minor, uuid) for i, (minor, uuid) in enumerate(proc))
+    return tuple(Gpu(str(i), i, minor, None) for i, minor in enumerate(nodes))
+
+
+@functools.lru_cache(maxsize=1)
+def host_gpus() -> tuple[Gpu, ...]:
+    """:func:`discover_gpus` of this host, asked once per process."""
+    return discover_gpus()
+
+
+# ---------------------------------------------------------------------------------- groups
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    """The GPUs one execution gets (one GPU per group as formed by :func:`device_groups`).
+
+    Attributes:
+        gpus: the group's GPUs.
+        whole: for the Docker backend's fallback only: a spec (``"all"`` or N) sent to Docker
+            as it is, when no GPU of the Docker host is visible from here (``gpus`` is empty).
+    """
+
+    gpus: tuple[Gpu, ...]
+    whole: GpuSpec = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The ids the group's GPUs go by (``("0",)``, ``("GPU-…",)``)."""
+        return tuple(g.name for g in self.gpus)
+
+    def describe(self) -> str:
+        """``"GPU 0"``, ``"GPUs 0,1"``, ``"all GPUs"``."""
+        return describe_spec(self.whole) if self.whole is not None else describe_spec(self.names)
+
+    def cuda_visible_devices(self, confined: bool = True) -> str:
+        """The group's ``CUDA_VISIBLE_DEVICES``: its UUIDs when all are known (right whatever the
+        program sees); else ``0,…,k-1`` where only the group's devices exist (``confined``: the
+        local backend's namespaces, a container), else the host's indices (PCI bus order, with
+        ``CUDA_DEVICE_ORDER=PCI_BUS_ID``)."""
+        if self.gpus and all(g.uuid for g in self.gpus):
+            return ",".join(g.uuid for g in self.gpus)  # type: ignore[misc]
+        if confined:
+            return ",".join(str(i) for i in range(len(self.gpus)))
+        return ",".join(str(g.index) if g.index is not None else g.name for g in self.gpus)
+
+    def environment(self, confined: bool = True, docker: bool = False) -> dict[str, str]:
+        """Variables an execution of this group gets: ``CUDA_VISIBLE_DEVICES``,
+        ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and, for Docker, ``NVIDIA_VISIBLE_DEVICES`` (the ids
+        requested). The Docker fallback group (``whole``) gets nothing: Docker chooses."""
+        if self.whole is not None:
+            return {}
+        env = {"CUDA_VISIBLE_DEVICES": self.cuda_visible_devices(confined), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        if docker:
+            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(self.names)
+        return env
+
+    def device_nodes(self, dev_dir: str = "/dev") -> list[str]:
+        """The device nodes a local execution of this group gets bound into its root: the GPUs'
+        ``/dev/nvidia<minor>`` and :data:`CONTROL_NODES` (the supervisor binds those that exist).
+
+        Raises:
+            SandboxUnavailableError: a GPU whose device node is unknown (names the GPU and the fix).
+        """
+        nodes = []
+        for gpu in self.gpus:
+            if gpu.minor is None:
+                raise SandboxUnavailableError(
+                    f"sandbox.gpus names GPU {gpu.name!r}, whose /dev/nvidia<N> node the local backend cannot find "
+                    "(nvidia-smi -L, /proc/driver/nvidia/gpus): name it by its nvidia-smi index, install the NVIDIA "
+                    "driver's nvidia-smi, use the docker backend for MIG devices, or set sandbox.gpus: none")
+            nodes.append(f"{dev_dir}/nvidia{gpu.minor}")
+        return nodes + [f"{dev_dir}/{name}" for name in CONTROL_NODES]
+
+    def request(self) -> dict | None:
+        """The Docker ``DeviceRequest`` of this group (:func:`device_request`)."""
+        return device_request(self.whole if self.whole is not None else self.names)
+
+
 def device_request(spec: GpuSpec) -> dict | None:
     """Keyword arguments of ``docker.types.DeviceRequest`` for a spec (``docker run --gpus``).
 
@@ -99,63 +312,161 @@ def device_request(spec: GpuSpec) -> dict | None:
     return request
 
 
-def describe_spec(spec: GpuSpec) -> str:
-    """Human form of a spec: ``"no GPU"``, ``"all GPUs"``, ``"2 GPUs"``, ``"GPUs 0,1"``."""
-    if spec is None:
-        return "no GPU"
-    if spec == "all":
-        return "all GPUs"
-    if isinstance(spec, int):
-        return f"{spec} GPU{'s' if spec != 1 else ''}"
-    return "GPU" + ("s " if len(spec) > 1 else " ") + ",".join(spec)
+_NO_GPU_FIX = ("install the NVIDIA driver (nvidia-smi -L lists the GPUs), name device ids (sandbox.gpus: [0, 1]), "
+               "or set sandbox.gpus: none (--gpus none)")
 
 
-def default_limit_name() -> str:
-    """Name of the global concurrency limit for shared GPUs: one per Docker host.
+def device_groups(spec: GpuSpec, discover: Callable[[], Sequence[Gpu]] | None = None,
+                  docker: bool = False) -> list[DeviceGroup]:
+    """The device groups of a spec: one per GPU given ([] for None), in the spec's order.
 
-    ``swarm-evo-gpus-<hostname>``, lower-cased, other characters replaced by dashes.
+    ``"all"``: every GPU :func:`discover_gpus` finds; N: the first N; ids: those, matched to the
+    discovered GPUs by index or UUID (their device nodes; ids are kept as given). ``discover``
+    defaults to :func:`host_gpus`. With ``docker`` the GPUs are the Docker host's: where none is
+    visible from here, ``"all"``/N become one group that sends the spec to Docker as it is
+    (:attr:`DeviceGroup.whole`) and ids are sent as given.
+
+    Raises:
+        ValueError: not a GPU spec (:func:`parse_gpus`).
+        SandboxUnavailableError: ``"all"``/N and no GPU found (not with ``docker``), fewer GPUs
+            than N, or an id that names no GPU found here; each names the value and the fix.
     """
-    host = re.sub(r"[^a-z0-9-]+", "-", socket.gethostname().lower()).strip("-") or "host"
-    return f"swarm-evo-gpus-{host}"
+    spec = parse_gpus(spec)  # idempotent: a raw value is taken as the config takes it
+    if spec is None:
+        return []
+    found = tuple((discover or host_gpus)())
+    if spec == "all" or isinstance(spec, int):
+        if not found:
+            if docker:
+                return [DeviceGroup((), whole=spec)]
+            raise SandboxUnavailableError(f"sandbox.gpus={spec!r}: no NVIDIA GPU found on this machine: " + _NO_GPU_FIX)
+        if isinstance(spec, int) and spec > len(found):
+            raise SandboxUnavailableError(
+                f"sandbox.gpus={spec}: this machine has {len(found)} GPU{'s' if len(found) != 1 else ''} "
+                f"({', '.join(g.name for g in found)}): give at most {len(found)}, all, or device ids")
+        chosen = found if spec == "all" else found[:spec]
+        return [DeviceGroup((gpu,)) for gpu in chosen]
+    groups = []
+    for name in spec:
+        gpu = next((g for g in found if name in (g.name, g.uuid)), None)
+        if gpu is not None:
+            groups.append(DeviceGroup((Gpu(name, gpu.index, gpu.minor, gpu.uuid),)))
+        elif found:
+            raise SandboxUnavailableError(
+                f"sandbox.gpus names GPU {name!r}, which this machine does not have (nvidia-smi -L: "
+                f"{', '.join(_describe_gpu(g) for g in found)}): name one of them, or set "
+                "sandbox.gpus: none")
+        else:  # nothing discovered: an index is its own node's minor (the usual numbering)
+            index = int(name) if name.isdigit() else None
+            groups.append(DeviceGroup((Gpu(name, index, index, name if name.startswith("GPU-") else None),)))
+    return groups
 
 
-class DevicePool:
-    """Hands each parallel execution its own GPUs, or marks them as shared (SPEC §10).
+def _describe_gpu(gpu: Gpu) -> str:
+    return f"{gpu.name} ({gpu.uuid})" if gpu.uuid else gpu.name
+
+
+def execution_slots(config: "RunConfig", discover: Callable[[], Sequence[Gpu]] | None = None) -> int | None:
+    """A run's execution slots when it is given GPUs: device groups x ``sandbox.slots_per_gpu``
+    (the scheduler's lane count in place of ``search.parallel_workers``); None without GPUs.
+
+    Raises:
+        SandboxUnavailableError: as :func:`device_groups` (the GPUs given are not here).
+    """
+    spec = config_spec(config)
+    if spec is None:
+        return None
+    groups = device_groups(spec, discover, docker=config.sandbox.backend == "docker")
+    return len(groups) * config.sandbox.slots_per_gpu
+
+
+def config_spec(config: "RunConfig") -> GpuSpec:
+    """``config.sandbox.gpus`` as a normalised spec (its id list as a tuple)."""
+    gpus = config.sandbox.gpus
+    return tuple(gpus) if isinstance(gpus, list) else gpus
+
+
+# ---------------------------------------------------------------------------------- allocator
+
+
+class DeviceAllocator:
+    """Hands each execution one device group for its duration (thread-safe).
 
     Args:
-        spec: a normalised spec (:func:`parse_gpus`).
-        parallel_workers: executions that may run at once.
-        limit_name: name of the global concurrency limit used for "all"/N specs.
+        groups: the device groups (:func:`device_groups`); may be empty (no GPU).
+        slots_per_gpu: executions that may hold one group at once (>= 1).
 
-    For a tuple of ``d`` ids the ids are dealt round-robin into ``min(d, parallel_workers)``
-    disjoint groups; :meth:`lease` blocks until a group is free. For "all"/N every lease is
-    the spec itself and :attr:`shared_limit` names the one-slot global concurrency limit the
-    caller must hold (the domain core does not talk to Prefect). Thread-safe.
+    :meth:`lease` gives the group with the fewest executions (the first such one), so
+    executions spread over the GPUs before they share one, and blocks while every group holds
+    ``slots_per_gpu`` executions. :attr:`slots` is ``len(groups) * slots_per_gpu``.
+
+    Raises:
+        ValueError: ``slots_per_gpu`` < 1.
     """
 
-    def __init__(self, spec: GpuSpec, parallel_workers: int, limit_name: str | None = None) -> None:
-        self.spec = spec
-        self._groups: queue.Queue[tuple[str, ...]] | None = None
-        if isinstance(spec, tuple):
-            n = max(1, min(len(spec), parallel_workers))
-            groups = [tuple(spec[i::n]) for i in range(n)]
-            self._groups = queue.Queue()
-            for group in groups:
-                self._groups.put(group)
-            self.groups = groups
-        else:
-            self.groups = []
-        shared = spec == "all" or isinstance(spec, int)
-        self.shared_limit: str | None = (limit_name or default_limit_name()) if shared else None
+    def __init__(self, groups: Sequence[DeviceGroup], slots_per_gpu: int = 1) -> None:
+        if int(slots_per_gpu) < 1:
+            raise ValueError(f"sandbox.slots_per_gpu={slots_per_gpu}: give 1 or more executions per GPU")
+        self.groups = list(groups)
+        self.slots_per_gpu = int(slots_per_gpu)
+        self._busy = [0] * len(self.groups)
+        self._cond = threading.Condition()
+
+    @property
+    def slots(self) -> int:
+        """Executions that may hold a group at once."""
+        return len(self.groups) * self.slots_per_gpu
+
+    def in_use(self) -> list[int]:
+        """Executions holding each group now (in :attr:`groups` order)."""
+        with self._cond:
+            return list(self._busy)
 
     @contextmanager
-    def lease(self) -> Iterator[GpuSpec]:
-        """The spec one execution requests; device-id groups are exclusive until exit."""
-        if self._groups is None:
-            yield self.spec
+    def lease(self) -> Iterator[DeviceGroup | None]:
+        """The device group of one execution until the block exits (None when there are no groups)."""
+        if not self.groups:
+            yield None
             return
-        group = self._groups.get()
+        with self._cond:
+            while min(self._busy) >= self.slots_per_gpu:
+                self._cond.wait()
+            slot = self._busy.index(min(self._busy))
+            self._busy[slot] += 1
         try:
-            yield group
+            yield self.groups[slot]
         finally:
-            self._groups.put(group)
+            with self._cond:
+                self._busy[slot] -= 1
+                self._cond.notify()
+
+
+_allocators: dict[tuple, DeviceAllocator] = {}
+_allocators_lock = threading.Lock()
+
+
+def shared_allocator(groups: Sequence[DeviceGroup], slots_per_gpu: int = 1) -> DeviceAllocator:
+    """The process's allocator of these groups and slots: sandboxes of runs in one process (a
+    sweep) that are given the same GPUs share their slots instead of each filling them.
+
+    Raises:
+        ValueError: ``slots_per_gpu`` < 1.
+    """
+    key = (tuple(groups), int(slots_per_gpu))
+    with _allocators_lock:
+        allocator = _allocators.get(key)
+        if allocator is None:
+            allocator = _allocators[key] = DeviceAllocator(groups, slots_per_gpu)
+        return allocator
+
+
+def as_groups(gpus: GpuSpec | Sequence[DeviceGroup], docker: bool = False) -> list[DeviceGroup]:
+    """Device groups from a sandbox's ``gpus`` argument: a spec (:func:`parse_gpus`'s forms, the
+    host's GPUs discovered) or groups already formed (tests, a caller with its own discovery).
+
+    Raises:
+        ValueError: not a GPU spec. SandboxUnavailableError: as :func:`device_groups`.
+    """
+    if isinstance(gpus, (list, tuple)) and gpus and all(isinstance(g, DeviceGroup) for g in gpus):
+        return list(gpus)
+    return device_groups(parse_gpus(gpus), docker=docker)

@@ -37,6 +37,12 @@ started outlives it:
   ``max_log_bytes`` (head, ``[... N bytes truncated ...]``, tail) in ``stdout.txt`` /
   ``stderr.txt``, written after the run without following links the program planted.
 * **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.env_scrub.scrub_env`).
+* **GPUs** (issue 52). Without ``gpus`` a program's ``/dev`` holds no ``/dev/nvidia*`` node (and,
+  unconfined, ``CUDA_VISIBLE_DEVICES`` is empty). With ``gpus`` each execution holds one device
+  group of the sandbox's :class:`~swarm_evo.sandbox.gpus.DeviceAllocator` (``slots_per_gpu``
+  executions share a group): ``CUDA_VISIBLE_DEVICES`` names it and only its
+  ``/dev/nvidia<N>`` nodes and the control nodes are bound into the program's root. GPU memory
+  is not bounded: executions sharing a GPU share its memory.
 
 ``exec_time`` is the program's wall time measured by the supervisor from just before its fork
 to its exit. As root, when nobody cannot reach the interpreter or the node directory (no
@@ -68,6 +74,7 @@ from swarm_evo.sandbox.base import (
 )
 from swarm_evo.sandbox.confinement import describe_local, local_mode
 from swarm_evo.sandbox.env_scrub import scrub_env
+from swarm_evo.sandbox.gpus import DeviceGroup, GpuSpec, as_groups, shared_allocator
 from swarm_evo.sandbox.failure import result_from_captures
 from swarm_evo.sandbox.process_runner import run_supervised
 from swarm_evo.sandbox.workdir import (
@@ -145,7 +152,7 @@ class LocalSandbox:
         python: interpreter that runs the program and the supervisor (default: the current).
         num_threads: BLAS/OpenMP thread counts exported to the program (default: CPU count;
             variables already set in the environment are kept).
-        extra_env: variables added after scrubbing (e.g. ``CUDA_VISIBLE_DEVICES``).
+        extra_env: variables added after scrubbing.
         pids_limit: processes and threads the program may add to those its user already has
             (``RLIMIT_NPROC``; config ``sandbox.pids_limit``). Not enforced for root.
         parallel_workers: executions at once, for the default memory limit.
@@ -167,12 +174,18 @@ class LocalSandbox:
             :data:`~swarm_evo.sandbox.preload.DEFAULT_PRELOAD`), for programs that import one of
             them; other programs, and every program when empty, start a new interpreter. Only
             for the default :meth:`command`.
+        gpus: a GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`'s forms: the host's GPUs
+            discovered, :func:`~swarm_evo.sandbox.gpus.device_groups`) or device groups already
+            formed; each execution gets one group (module docstring). None: no GPU.
+        slots_per_gpu: executions that share one device group at once (``sandbox.slots_per_gpu``).
 
     Raises:
-        ValueError: ``max_output_bytes`` < 1024.
+        ValueError: ``max_output_bytes`` < 1024, ``slots_per_gpu`` < 1, not a GPU spec.
+        SandboxUnavailableError: the GPUs given are not on this host, or a GPU's device node is
+            unknown (the message names the fix).
 
-    Thread-safe: parallel ``execute`` calls with different workdirs do not interfere.
-    Programs see the host's GPUs directly; there is nothing to share out (``gpu_limit`` None).
+    Thread-safe: parallel ``execute`` calls with different workdirs do not interfere; each
+    holds its device group until it returns (``gpu_limit`` is None: nothing host-wide to hold).
     """
 
     gpu_limit: str | None = None
@@ -197,6 +210,8 @@ class LocalSandbox:
         network: bool = False,
         allow_unconfined: bool = False,
         preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD,
+        gpus: GpuSpec | list[DeviceGroup] = None,
+        slots_per_gpu: int = 1,
     ) -> None:
         if max_output_bytes < 1024:
             raise ValueError("max_output_bytes must be at least 1024")
@@ -214,6 +229,10 @@ class LocalSandbox:
         self.network = bool(network)
         self.allow_unconfined = bool(allow_unconfined)
         self.preload = tuple(preload)
+        self.gpu_groups = as_groups(gpus)
+        for group in self.gpu_groups:  # an unknown device node is an error now, not at the first execution
+            group.device_nodes()
+        self.devices = shared_allocator(self.gpu_groups, slots_per_gpu)
 
     def command(self) -> list[str]:
         """The argv of the program itself (run by the supervisor in the node directory)."""
@@ -252,17 +271,20 @@ class LocalSandbox:
         try:
             preload = self.preload if self.command() == [self.python, SOLUTION_FILE] and imports_any(
                 code, self.preload) else ()
-            return self._run(workdir, Path(public_dir), env, user, float(timeout), owner, preload)
+            with self.devices.lease() as gpus:
+                return self._run(workdir, Path(public_dir), env, user, float(timeout), owner, preload, gpus)
         finally:
             if owner is not None:
                 take_back_workdir(workdir, owner, user[0])
             remove_escaping_links(workdir, public_dir)
 
     def _config(self, workdir: Path, public_dir: Path, user, timeout: float,
-                python_paths: tuple[str, ...], memory: ExecutionMemory) -> dict:
-        """The supervisor's config (:mod:`.supervisor`; :func:`.process_runner.run_supervised` adds ``status_fd``)."""
+                python_paths: tuple[str, ...], memory: ExecutionMemory, gpus: DeviceGroup | None = None) -> dict:
+        """The supervisor's config (:mod:`.supervisor`; :func:`.process_runner.run_supervised` adds ``status_fd``),
+        with the execution's device group ``gpus`` (:meth:`gpu_config`)."""
         uid = user[0] if user is not None else os.getuid()
         return {
+            **self.gpu_config(gpus),
             "argv": self.command(),
             "workdir": str(workdir),
             "timeout": timeout,
@@ -282,18 +304,35 @@ class LocalSandbox:
             "python_paths": list(python_paths),
         }
 
+    @staticmethod
+    def gpu_config(gpus: DeviceGroup | None) -> dict:
+        """The supervisor's GPU keys for an execution holding the device group ``gpus`` (or none):
+        ``env_extra`` (its ``CUDA_VISIBLE_DEVICES``, applied after the fork, so the program server's
+        key is not split by it), ``env_unconfined`` (what replaces it where every host GPU is
+        visible: the ``subreaper`` mode) and ``gpu_devices`` (the nodes bound into its ``/dev``).
+
+        Raises:
+            SandboxUnavailableError: a GPU of the group has no known device node.
+        """
+        if gpus is None:
+            return {"env_extra": {}, "env_unconfined": {"CUDA_VISIBLE_DEVICES": ""}, "gpu_devices": []}
+        return {"env_extra": gpus.environment(confined=True), "env_unconfined": gpus.environment(confined=False),
+                "gpu_devices": gpus.device_nodes()}
+
     def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
-             preload: tuple[str, ...]) -> ExecutionResult:
+             preload: tuple[str, ...], gpus: DeviceGroup | None = None) -> ExecutionResult:
         python_paths = interpreter_paths(self.python)  # SandboxError here, before any descriptor is open
         memory = ExecutionMemory(self.memory_limit_mb, _warn_once)  # SandboxError: a cgroup could not be made
         try:
-            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory, preload)
+            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory, preload,
+                                   gpus)
         finally:
             memory.close()
 
     def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
-                   python_paths: tuple[str, ...], memory: ExecutionMemory, preload: tuple[str, ...]) -> ExecutionResult:
-        cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory)
+                   python_paths: tuple[str, ...], memory: ExecutionMemory, preload: tuple[str, ...],
+                   gpus: DeviceGroup | None = None) -> ExecutionResult:
+        cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory, gpus)
         run = run_supervised(self.python, cfg, workdir, env, timeout, self.max_log_bytes,
                              self.disk_limit_mb * 1024 * 1024, memory, preload)
         report = run.report

@@ -321,7 +321,9 @@ def main(argv: list[str]) -> int:
     """Entry point: ``argv[1]`` is the JSON configuration written by ``LocalSandbox._config``
     (``argv``, ``workdir``, ``timeout`` s, ``status_fd``, ``parent_pid``, ``uid``/``gid`` or
     None, ``namespaces``, ``network``, ``memory_bytes``, ``cgroup_procs``, ``nproc``, ``fsize_bytes``, ``readonly``
-    paths, ``tmp_size_mb``, ``shm_size_mb``). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
+    paths, ``tmp_size_mb``, ``shm_size_mb``; ``env_extra``: variables the program gets (its device group's
+    ``CUDA_VISIBLE_DEVICES``), ``env_unconfined``: those that replace them without namespaces,
+    ``gpu_devices``: the device nodes its root gets, :func:`.supervisor_root.device_nodes`). Writes the report (module docstring) to ``status_fd``; returns 0, or 1
     when the run process was already gone."""
     cfg = json.loads(argv[1])
     status_fd = int(cfg["status_fd"])
@@ -368,7 +370,8 @@ def main(argv: list[str]) -> int:
         if in_pidns:
             cfg.setdefault("env_extra", {})["TMPDIR"] = "/tmp"
             report = _run_namespaced(cfg)
-        else:
+        else:  # every /dev/nvidia* of the host is visible: CUDA's own variables choose the group's GPUs
+            cfg.setdefault("env_extra", {}).update(cfg.get("env_unconfined") or {})
             report = _run_subreaper(cfg, wake_fd)
         report["warnings"] = cfg.get("warnings", []) + report.get("warnings", [])
         report["uid"] = cfg.get("uid") if cfg.get("uid") is not None else os.getuid()

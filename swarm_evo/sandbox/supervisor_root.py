@@ -16,8 +16,9 @@ sandbox init (PID 1 of the program's PID namespace), unshares a mount, IPC and (
   into which only the path itself is bound back: the answers next to ``public`` and the other
   nodes next to the node directory stay out of sight;
 * a fresh ``/proc`` (the namespace's processes only), a ``/dev`` with ``null``, ``zero``,
-  ``full``, ``random``, ``urandom`` (and the host's GPUs), private size-limited tmpfs on
-  ``/tmp``, ``/var/tmp`` and ``/dev/shm``.
+  ``full``, ``random``, ``urandom`` and, when the execution was given a device group, only its
+  GPUs' ``/dev/nvidia<N>`` and the NVIDIA control nodes (``gpu_devices``; without GPUs no
+  ``/dev/nvidia*`` at all), private size-limited tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``.
 
 Then ``pivot_root`` into it and the old root is detached: nothing else of the host is
 reachable, not even by ``..`` from a mount point or ``/proc/*/root``. Every mount except the
@@ -34,7 +35,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import glob
 import os
 import platform
 import socket
@@ -57,7 +57,7 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 """Host directories every program sees (read-only); links among them are recreated as links."""
 
 DEVICES = ("null", "zero", "full", "random", "urandom")
-"""Device nodes of the program's ``/dev`` (plus ``nvidia*`` and ``dri`` when the host has them)."""
+"""Device nodes of every program's ``/dev`` (plus its device group's, :func:`device_nodes`)."""
 
 _SYS_PIVOT_ROOT = {"x86_64": 155, "amd64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongarch64": 41,
                    "ppc64le": 203, "ppc64": 203, "s390x": 217, "i386": 217, "i686": 217, "armv7l": 218}
@@ -187,12 +187,20 @@ def _collapse(paths) -> list[str]:
     return kept
 
 
+def device_nodes(cfg: dict) -> list[str]:
+    """The host device nodes bound into the program's ``/dev``: :data:`DEVICES` and the
+    execution's ``gpu_devices`` (its GPUs' ``/dev/nvidia<N>``, ``nvidiactl``, ``nvidia-uvm``, ...;
+    :meth:`swarm_evo.sandbox.gpus.DeviceGroup.device_nodes`), those that exist on this host."""
+    wanted = [f"/dev/{d}" for d in DEVICES] + list(cfg.get("gpu_devices") or [])
+    return [d for d in dict.fromkeys(wanted) if os.path.exists(d)]
+
+
 def build_root(cfg: dict, interpreter: list[str]) -> list[str]:
     """In the init: the namespaces and root file system of the module docstring, ``pivot_root``
     into it, everything read-only but the node directory and scratch; the warnings.
 
     ``cfg``: ``workdir``, ``readonly``/``expose`` (public data), ``network`` (keep the host's),
-    ``tmp_size_mb``, ``shm_size_mb``. ``interpreter``: the interpreter's directories.
+    ``tmp_size_mb``, ``shm_size_mb``, ``gpu_devices``. ``interpreter``: the interpreter's directories.
 
     Raises:
         OSError: a namespace, mount or ``pivot_root`` failed (the execution fails).
@@ -210,8 +218,7 @@ def build_root(cfg: dict, interpreter: list[str]) -> list[str]:
         system.append(os.path.dirname(os.path.realpath("/etc/resolv.conf")))
     system_real = _collapse(d for d in system if not os.path.islink(d))
     interp = [p for p in _collapse(interpreter) if not any(_under(p, s) for s in system_real)]
-    devices = [f"/dev/{d}" for d in DEVICES] + sorted(glob.glob("/dev/nvidia*")) + glob.glob("/dev/dri")
-    devices = [d for d in devices if os.path.exists(d)]
+    devices = device_nodes(cfg)
     sources = {p: os.open(p, os.O_PATH) for p in {*system_real, *interp, *data, workdir, *devices}}
     try:
         mount("tmpfs", _NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
