@@ -27,7 +27,9 @@ import pytest
 from conftest import SHARED_DATA
 from hidden_probe import probe_auc
 from swarm_evo.competition import load_competition, prepare_competition
-from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout, holds_id_table
+from swarm_evo.competition.builtins import BUILTIN_COMPETITIONS
+from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout, holds_id_table, read_table
+from swarm_evo.competition.hidden_relation import detect_relation
 from swarm_evo.config import RunConfig
 from swarm_evo.objective.competition import CompetitionObjective
 from swarm_evo.objective.fitness import choose_fitness
@@ -53,8 +55,14 @@ def test_an_adversary_cannot_tell_hidden_rows_from_test_rows(competition_id, ful
     """Before issue 53 (each hidden row took another hidden row's id): spaceship-titanic 0.915,
     sklearn-wine 0.710; after: all at most 0.53 (docs/mle-bench.md)."""
     competition = load_competition(competition_id, full_builtins)
-    assert hidden_layout(competition) is not None
-    seeds = (0,) if competition_id in KAGGLE else (0, 1, 2, 3)  # small tables: pooled over more splits
+    layout = hidden_layout(competition)
+    public = competition.public_dir
+    detected = detect_relation(read_table(public / layout.train_file), read_table(public / layout.test_file)
+                               if layout.test_file else None, layout)
+    declared = BUILTIN_COMPETITIONS[competition_id]
+    assert (detected.kind, detected.column) == (declared.hidden_relation, declared.hidden_relation_column), \
+        f"{competition_id}: the data say {detected.why}"  # issue 53, item 7: the declared relation is the data's
+    seeds = (0,) if competition_id in KAGGLE else (0, 1, 2)  # small tables: pooled over three splits
     auc = probe_auc(competition, tmp_path, seeds=seeds)
     assert auc <= MAX_AUC, f"{competition_id}: hidden rows told from test rows with AUC {auc:.3f}"
 

@@ -59,6 +59,13 @@ class BuiltinSpec(BaseModel):
     public_folders: tuple[str, ...] = ()
     in_mlebench: bool = False
     """MLE-bench has a competition of this id (graded the same way)."""
+    hidden_relation: Literal["random", "group", "time"] = "random"
+    """How a run's hidden split draws its rows (issue 53, item 7:
+    :mod:`swarm_evo.competition.hidden_relation`): as the competition's test rows were drawn."""
+    hidden_relation_column: str | None = None
+    """The group or date column of a ``group`` or ``time`` relation."""
+    hidden_relation_why: str = "prepare.py draws the test rows at random, as MLE-bench's train_test_split"
+    """Why, in a few words (logged at start)."""
 
     @property
     def needs_raw_dir(self) -> bool:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -43,8 +44,11 @@ import numpy as np
 import pandas as pd
 
 from .hidden_answers import answer_column, check_gradable
-from .hidden_layout import HiddenLayout, entry_id, hidden_layout, read_table, train_table
+from .hidden_layout import HiddenLayout, HiddenSplitError, entry_id, hidden_layout, read_table, train_table
+from .hidden_relation import as_dates, chosen_relation
 from .model import Competition
+
+log = logging.getLogger(__name__)
 
 SPLIT_DIR = "hidden_split"
 """``RUN_DIR/hidden_split/``: the run's view of the public data, the hidden answers, the record."""
@@ -61,7 +65,10 @@ class HiddenSplit:
 
     Attributes:
         root: ``RUN_DIR/hidden_split``; ``view_dir`` its ``input/``, ``answers_path`` its answers.
-        seed, fraction, group_column: what drew it.
+        seed, fraction, group_column: what drew it (``group_column``: the one named by
+            ``search.hidden_group_column`` or found, :mod:`~swarm_evo.competition.hidden_relation`).
+        relation, time_column, relation_why: ``random``, ``group`` or ``time`` (the latest rows by
+            ``time_column``), and why (issue 53, item 7).
         rows, train_rows: hidden rows, and training rows before the split.
         stratified: drawn stratified on the label (classification, when every class has 2 rows).
         fresh_ids: ``{original id: id in the view}`` of the hidden rows (ids as text); each keeps
@@ -78,6 +85,9 @@ class HiddenSplit:
     stratified: bool
     fresh_ids: dict[str, str] = field(default_factory=dict)
     digest: str = ""
+    relation: str = "random"
+    time_column: str | None = None
+    relation_why: str = ""
 
     @property
     def view_dir(self) -> Path:
@@ -91,6 +101,7 @@ class HiddenSplit:
         """What the journal keeps (``info["hidden_split"]``): everything but the id pairs."""
         return {"dir": SPLIT_DIR, "seed": self.seed, "fraction": self.fraction, "group_column": self.group_column,
                 "rows": self.rows, "train_rows": self.train_rows, "stratified": self.stratified,
+                "relation": self.relation, "time_column": self.time_column, "relation_why": self.relation_why,
                 "digest": self.digest}
 
 
@@ -105,20 +116,31 @@ def _label(train: pd.DataFrame, layout: HiddenLayout) -> pd.Series:
 
 
 def choose_hidden_rows(train: pd.DataFrame, layout: HiddenLayout, fraction: float, seed: int,
-                       group_column: str | None = None) -> tuple[np.ndarray, bool]:
+                       group_column: str | None = None, time_column: str | None = None) -> tuple[np.ndarray, bool]:
     """``(positions of the hidden rows in ``train``, sorted; stratified?)``.
 
-    ``round(fraction · rows)`` rows (at least 1), drawn with scikit-learn's splitters and a
-    seed from ``seed``: ``GroupShuffleSplit`` when ``group_column`` is given (its groups stay
-    whole, so the count is near, not exactly, the fraction), else ``StratifiedShuffleSplit`` on
-    the label for classification (``ShuffleSplit`` when a class has fewer than 2 rows), else
-    ``ShuffleSplit``.
+    ``round(fraction · rows)`` rows (at least 1): the latest by ``time_column`` when it is given
+    (dates as :func:`~swarm_evo.competition.hidden_relation.as_dates` reads them, missing dates
+    earliest, ties in table order), else drawn with scikit-learn's splitters and a seed from
+    ``seed``: ``GroupShuffleSplit`` when ``group_column`` is given (its groups stay whole, so
+    the count is near, not exactly, the fraction), else ``StratifiedShuffleSplit`` on the label
+    for classification (``ShuffleSplit`` when a class has fewer than 2 rows), else
+    ``ShuffleSplit`` (:mod:`swarm_evo.competition.hidden_relation`: which applies).
+
+    Raises:
+        HiddenSplitError: ``time_column`` does not hold dates.
     """
     from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedShuffleSplit  # on use: module docstring of graders.py
 
     state = int(np.random.SeedSequence([int(seed), SEED_SALT, 0]).generate_state(1)[0])
     n_hidden = max(1, int(round(fraction * len(train))))
     index = np.arange(len(train))
+    if time_column is not None:
+        dates = as_dates(train[time_column])
+        if dates is None:
+            raise HiddenSplitError(f"column {time_column!r} of the training table does not hold dates")
+        stamps = dates.map(lambda d: d.value if not pd.isna(d) else np.iinfo(np.int64).min).to_numpy(np.int64)
+        return np.sort(np.argsort(stamps, kind="stable")[len(train) - n_hidden:]), False
     if group_column is not None:
         splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=state)
         _, hidden = next(splitter.split(index, groups=train[group_column].astype(str).to_numpy()))
@@ -134,8 +156,10 @@ def choose_hidden_rows(train: pd.DataFrame, layout: HiddenLayout, fraction: floa
     return np.sort(hidden), False
 
 
-def _digest(seed: int, fraction: float, group_column: str | None, train_rows: int, pairs: dict[str, str]) -> str:
-    text = json.dumps([seed, fraction, group_column, train_rows, sorted(pairs.items())])
+def _digest(seed: int, fraction: float, group_column: str | None, train_rows: int, pairs: dict[str, str],
+            time_column: str | None = None) -> str:
+    parts = [seed, fraction, group_column, train_rows, sorted(pairs.items())]
+    text = json.dumps(parts if time_column is None else [*parts, {"time_column": time_column}])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -221,7 +245,12 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     train = read_table(public / train_table(public))
     layout = hidden_layout(competition, train, group_column)
     id_col = layout.id_column
-    hidden_pos, stratified = choose_hidden_rows(train, layout, fraction, seed, group_column)
+    public_test = read_table(public / layout.test_file) if layout.test_file is not None else None
+    relation = chosen_relation(competition.id, train, public_test, layout, group_column)
+    log.info("hidden split of %s: %s", competition.id, relation.why)
+    group_column = relation.column if relation.kind == "group" else None
+    time_column = relation.column if relation.kind == "time" else None
+    hidden_pos, stratified = choose_hidden_rows(train, layout, fraction, seed, group_column, time_column)
     hidden = train.iloc[hidden_pos]
     hidden_ids = hidden[id_col].astype(str).tolist()
     pairs = {ident: ident for ident in hidden_ids}  # each keeps its own id (module docstring)
@@ -242,7 +271,7 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     sample = pd.read_csv(competition.sample_submission_path, dtype=str, keep_default_na=False)
     test_ids = set(sample[id_col])
     if layout.test_file is not None:
-        test = read_table(public / layout.test_file)
+        test = public_test
         test_ids |= set(test[id_col].astype(str))
         test = pd.concat([test, as_test[list(layout.feature_columns)]], ignore_index=True)
         test = test.iloc[shuffle.permutation(len(test))].reset_index(drop=True)
@@ -280,7 +309,8 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     check_gradable(competition.grader, hidden_sample, answers, id_col, list(layout.target_columns))
     _write_table(answers, root / ANSWERS_FILE)
     split = HiddenSplit(root=root, seed=int(seed), fraction=float(fraction), group_column=group_column,
-                        rows=len(hidden_ids), train_rows=len(train), stratified=stratified, fresh_ids=pairs)
-    split.digest = _digest(split.seed, split.fraction, group_column, split.train_rows, pairs)
+                        rows=len(hidden_ids), train_rows=len(train), stratified=stratified, fresh_ids=pairs,
+                        relation=relation.kind, time_column=time_column, relation_why=relation.why)
+    split.digest = _digest(split.seed, split.fraction, group_column, split.train_rows, pairs, time_column)
     (root / RECORD_FILE).write_text(json.dumps({**split.record(), "fresh_ids": pairs}), encoding="utf-8")
     return split
