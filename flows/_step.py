@@ -62,8 +62,13 @@ def _failed_generation(session, run_dir: str, node_id: str, request, exc: BaseEx
     return _outcome(node)
 
 
-def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | State:
+def run_step(run_dir: str, slot: int, epoch: int, select: Callable, lane: int | None = None) -> dict | State:
     """select → generate (+ static check and self-fix) → execute → debug chain → review → append.
+
+    The node records where and when the step ran (issue 52): ``metadata.schedule`` =
+    ``{"lane": the scheduler's lane, "started_s": the run's elapsed seconds at the step's start,
+    "nodes_at_start": the journal's length then}``; the nodes appended while it ran (its
+    staleness) are ``step - 1 - nodes_at_start``.
 
     Whatever happens after selection, the request's claims end with the step: a merge's gene
     plan leaves ``plans_in_flight`` and a greedy debug's leaf ``debugs_in_flight``, so a step
@@ -72,7 +77,9 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | St
     """
     session = get_session(run_dir)
     started = time.perf_counter()
+    schedule = {"lane": lane, "started_s": round(session.budget.elapsed(), 3), "nodes_at_start": len(session.journal)}
     request: OperationRequest = select(run_dir, slot)
+    request.metadata["schedule"] = schedule
     try:
         return _take_step(session, run_dir, slot, epoch, request, started)
     finally:

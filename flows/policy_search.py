@@ -2,16 +2,16 @@
 
 ``two_phase_evo(policy="greedy" | "random")`` runs this subflow in place of
 ``phase1_draft`` + ``phase2_evolve``; everything before and after it (session, sandbox, model,
-grading, reports) is shared, and so is every step: epochs come from ``run_epoch`` (at most
-``parallel_workers`` steps at once, a budget slot reserved per step, the time limit checked
-before every step), and each step is one ``run_step`` — generate (+ static check and
+grading, reports) is shared, and so is every step: the run's scheduler (``flows/_scheduler.py``:
+at most ``parallel_workers`` steps at once, each started as soon as a lane is free, a budget
+slot reserved per step, the time limit checked before every step), and each step is one ``run_step`` — generate (+ static check and
 self-fix) → execute → inner debug chain → review → append one node. Only the choice of what
 each step does differs (:mod:`swarm_evo.search.policies`):
 
 * ``random``: every step is a ``draft_step`` (the Phase 1 draft prompt), until the budget
   (``max_steps`` nodes) or the time limit runs out.
-* ``greedy`` (AIDE's ``search_policy``): first whole epochs of ``draft_step`` until the journal
-  holds 5 drafts, then ``greedy_step`` epochs — each step improves the best valid node
+* ``greedy`` (AIDE's ``search_policy``): first ``draft_step`` until the journal holds 5 drafts
+  (no greedy step starts while those are running), then ``greedy_step`` — each step improves the best valid node
   (mutate.j2), or with probability 0.5 debugs a buggy leaf (debug.j2; debug depth ≤ 3), or
   drafts when no node is valid.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger, task
 
-from flows._epoch import run_epoch
+from flows._scheduler import open_scheduler
 from flows._step import run_step
 from flows.draft_step import draft_step
 from swarm_evo.run.session import get_session
@@ -34,8 +34,6 @@ from swarm_evo.search.policies import drafts_due
 from swarm_evo.step import operations
 from swarm_evo.step.request import OperationRequest
 from tasks._policy import TASK_DEFAULTS
-from tasks.agents import evolve_agents
-from tasks.artifacts import publish_node_table
 
 
 @task(name="select-greedy", **TASK_DEFAULTS)
@@ -45,35 +43,36 @@ def select_greedy(run_dir: str, slot: int) -> OperationRequest:
 
 
 @flow(name="greedy-step", flow_run_name="greedy-slot{slot}")
-def greedy_step(run_dir: str, slot: int, epoch: int):
+def greedy_step(run_dir: str, slot: int, epoch: int, lane: int | None = None):
     """One greedy-policy step (AIDE ``Agent.step``) taken through the shared step body (which
     ends the claim on a debugged leaf even when the step crashes)."""
-    return run_step(run_dir, slot, epoch, select_greedy)
+    return run_step(run_dir, slot, epoch, select_greedy, lane)
 
 
 @flow(name="policy-search", flow_run_name="{policy}-search")
-def policy_search(run_dir: str, policy: str, first_epoch: int = 0) -> int:
-    """Run epochs of min(steps_per_epoch, remaining) steps of the ``greedy`` or ``random``
-    policy until the budget or the time limit runs out (no other stopping rule). Returns the
-    global epoch count.
+def policy_search(run_dir: str, policy: str) -> int:
+    """Run steps of the ``greedy`` or ``random`` policy in the run's scheduler
+    (:mod:`flows._scheduler`) until the budget or the time limit runs out (no other stopping
+    rule). Returns the epoch a step starting now would belong to.
 
     Raises:
         ValueError: ``policy`` is neither ``greedy`` nor ``random``.
     """
     logger = get_run_logger()
     session = get_session(run_dir)
-    search, budget, journal = session.config.search, session.budget, session.journal
+    budget, journal = session.budget, session.journal
     drafts_due(journal, policy, 0)  # validates the policy before any step
-    epoch = first_epoch
-    while not session.finished:
-        epoch += 1
-        due = drafts_due(journal, policy, budget.remaining)
-        step_flow = draft_step if due else greedy_step
-        run_epoch(run_dir, step_flow, epoch, min(search.steps_per_epoch, due or budget.remaining))
-        publish_node_table(run_dir)
-        evolve_agents(run_dir, epoch)  # when due: every agents.evolution_interval global epochs
-        logger.info(
-            "%s | epoch=%s nodes=%s valid=%s dead=%s", policy, epoch, len(journal),
-            len(journal.valid_pool()), journal.count(dead=True),
-        )
-    return epoch
+    scheduler = open_scheduler(run_dir)
+
+    def choose():
+        due = drafts_due(journal, policy, budget.remaining + scheduler.running(draft_step))
+        if policy == "random" or due > scheduler.running(draft_step):
+            return draft_step
+        if due > 0:  # the opening drafts are still running: greedy steps wait for them (AIDE drafts first)
+            return None
+        return greedy_step
+
+    scheduler.run(choose)
+    logger.info("%s | nodes=%s valid=%s dead=%s", policy, len(journal), len(journal.valid_pool()),
+                journal.count(dead=True))
+    return scheduler.epoch

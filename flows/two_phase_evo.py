@@ -20,6 +20,7 @@ from prefect.runtime import flow_run
 
 from flows._heartbeat_guard import heartbeats_guarded
 from flows._process_heap import heap_settled
+from flows._scheduler import close_scheduler, open_scheduler
 from flows._subflow import subflow_context
 from flows._writer_state import flow_run_state
 from flows.phase1_draft import phase1_draft
@@ -30,7 +31,7 @@ from swarm_evo.llm.endpoint import endpoint_for
 from swarm_evo.llm.ledger import cost_text
 from swarm_evo.population.journal import RESULT_FILE, atomic_write_text
 from swarm_evo.population.ranking import phase1_complete
-from swarm_evo.run.resume import check_policy, read_run_info, unfinished_phase1_epoch
+from swarm_evo.run.resume import check_policy, read_run_info
 from swarm_evo.run.session import (
     RunStoppedError,
     RunSupersededError,
@@ -191,6 +192,26 @@ def two_phase_evo(
         close_session(session.run_dir)
 
 
+def _run_phases(session, key: str, policy: str) -> None:
+    """The policy's phase flows on the run's scheduler: Phase 1 until K valid nodes (skipped when
+    the journal already has them or Phase 2 has begun), then Phase 2 while budget and time are
+    left; ``greedy``/``random`` run ``policy_search`` instead."""
+    config, journal = session.config, session.journal
+    heartbeats = config.search.subflow_heartbeats  # phase flows are subflows: this run's heartbeat covers them
+    if policy != "two_phase":
+        with subflow_context(heartbeats):
+            policy_search(run_dir=key, policy=policy)
+        return
+    if not (journal.count(phase=2) > 0 or phase1_complete(len(journal.valid_pool()), config.search.phase1_target_nodes)):
+        with subflow_context(heartbeats):
+            phase1_draft(run_dir=key)
+    if session.finished or session.budget.remaining == 0:
+        get_run_logger().info("Phase 2 not started: %s", session.stop_reason or "the budget or the time is spent")
+        return
+    with subflow_context(heartbeats):
+        phase2_evolve(run_dir=key)
+
+
 def _search(session, config, llm_block: str | None) -> dict:
     """The run on an open session: log its set-up, run the policy's phases, grade and report
     (:func:`two_phase_evo`'s body after the session is opened)."""
@@ -231,21 +252,12 @@ def _search(session, config, llm_block: str | None) -> dict:
         except Exception as exc:  # transient model errors that outlived the task's retries
             logger.warning("no dynamic auxiliary metrics (%s: %s); the run goes on", type(exc).__name__, exc)
     journal = session.journal
+    open_scheduler(key)  # the run's lanes, shared by its phases (issue 52)
+    try:
+        _run_phases(session, key, policy)
+    finally:  # every step still in flight ends and is appended before grading (or before the error goes up)
+        close_scheduler(key)
     epoch = max((n.epoch for n in journal.nodes), default=0)
-    heartbeats = config.search.subflow_heartbeats  # phase flows are subflows: this run's heartbeat covers them
-    if policy == "two_phase":
-        epoch, unfinished = unfinished_phase1_epoch(journal, config.search.steps_per_epoch)
-        phase1_done = journal.count(phase=2) > 0 or (
-            phase1_complete(len(journal.valid_pool()), config.search.phase1_target_nodes) and not unfinished
-        )
-        if not phase1_done:
-            with subflow_context(heartbeats):
-                epoch = phase1_draft(run_dir=key, first_epoch=epoch, unfinished_steps=unfinished)
-        with subflow_context(heartbeats):
-            epoch = phase2_evolve(run_dir=key, first_epoch=epoch)
-    else:
-        with subflow_context(heartbeats):
-            epoch = policy_search(run_dir=key, policy=policy, first_epoch=epoch)
     if session.superseded:  # another process resumed the run: this copy grades and uploads nothing
         raise RunSupersededError(f"{session.superseded} (local copy: {key})")
     update_progress(key, final=True)  # the steps update it at most every PROGRESS_INTERVAL s

@@ -39,7 +39,8 @@ def _auc_competition(root: Path, labels: list[str]) -> Path:
     rng = np.random.default_rng(0)
     x = rng.normal(size=260)
     y = (x + rng.normal(scale=0.8, size=260) > 0).astype(int)
-    train_ids, test_ids = [str(2 * i) for i in range(200)], [str(2 * i + 1) for i in range(60)]
+    ids = [str(i) for i in rng.permutation(260)]  # train and test ids interleave, as a random split's do
+    train_ids, test_ids = ids[:200], ids[200:]
     pd.DataFrame({"id": train_ids, "x": x[:200], "churned": [labels[v] for v in y[:200]]}).to_csv(
         public / "train.csv", index=False)
     pd.DataFrame({"id": test_ids, "x": x[200:]}).to_csv(public / "test.csv", index=False)

@@ -326,10 +326,12 @@ def test_time_of_a_step_killed_long_after_the_last_append_is_kept(tmp_path, brea
     assert json.loads((run_dir / "run_state.json").read_text())["elapsed_seconds"] >= at_append + 3.5
 
 
-def test_resume_finishes_an_interrupted_phase1_epoch_before_phase2(prefect_server, tmp_path, breast_cancer):
-    """Issue 16, defect 4 (decision A: Phase 1 ends after a whole epoch). A run whose budget
-    ran out 3 steps into a 4-step epoch, with the valid pool already at K = 2, resumes by
-    drafting the epoch's 4th step; Phase 2 starts only after it."""
+def test_a_resumed_phase1_drafts_until_k_valid_then_phase2_with_the_epochs_of_the_node_count(
+        prefect_server, tmp_path, breast_cancer):
+    """Issue 52 (decision A without the epoch barrier): a run stopped by its budget in Phase 1
+    resumes by drafting until the valid pool holds K = 2, not to the end of an epoch; Phase 2
+    follows at once, and every node's epoch is the count of nodes when its step started
+    (``1 + nodes // steps_per_epoch``), across the resume."""
     import yaml
 
     from flows.two_phase_evo import two_phase_evo
@@ -340,11 +342,14 @@ def test_resume_finishes_an_interrupted_phase1_epoch_before_phase2(prefect_serve
                                       "model": {"fault_rate": 0.0}}))
     run_dir = tmp_path / "run"
     two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(breast_cancer), run_dir=str(run_dir),
-                  max_steps=3, seed=0, config_path=str(config))
+                  max_steps=1, seed=0, config_path=str(config))
     first = json.loads((run_dir / "journal.json").read_text())["nodes"]
-    assert [(n["epoch"], n["phase"]) for n in first] == [(1, 1)] * 3
-    assert sum(not n["is_buggy"] for n in first) >= 2  # K reached inside the unfinished epoch
+    assert [(n["epoch"], n["phase"]) for n in first] == [(1, 1)]
     two_phase_evo(resume=str(run_dir), max_steps=6)
     nodes = json.loads((run_dir / "journal.json").read_text())["nodes"]
-    assert [(n["epoch"], n["phase"], n["operation"]) for n in nodes[3:4]] == [(1, 1, "draft")]
-    assert all(n["phase"] == 2 and n["epoch"] >= 2 for n in nodes[4:]) and len(nodes) == 6
+    assert len(nodes) == 6
+    valid_after = [sum(not m["is_buggy"] for m in nodes[: i + 1]) for i in range(len(nodes))]
+    k_at = valid_after.index(2)  # the step at which the valid pool reached K
+    assert all(n["phase"] == 1 and n["operation"] == "draft" for n in nodes[: k_at + 1])
+    assert all(n["phase"] == 2 for n in nodes[k_at + 1:]), "with one lane no draft was running at K"
+    assert [n["epoch"] for n in nodes] == [1 + i // 4 for i in range(6)]

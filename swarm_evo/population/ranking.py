@@ -32,8 +32,9 @@ on ties (a node without fitness ranks below every node with one). Seed 000 compa
 * :func:`mid_rank` — node pheromone's ``norm`` (issue 17): (others beaten + ½·others tied) /
   others, 0.5 with no other node.
 
-**Phase 1 stop rule** (:func:`phase1_complete`, seed 000 decision A): Phase 1 ends after the
-epoch in which the valid pool reached ``search.phase1_target_nodes``.
+**Phase 1 stop rule** (:func:`phase1_complete`, seed 000 decision A as issue 52 changed it):
+no new draft starts once the valid pool holds ``search.phase1_target_nodes``; drafts still
+running then go on and count (there is no epoch barrier to wait for).
 """
 
 from __future__ import annotations
@@ -167,5 +168,5 @@ def mid_rank(value: float, pool: Sequence[float], includes_self: bool) -> float:
 
 def phase1_complete(valid_nodes: int, target: int) -> bool:
     """The Phase 1 stop rule (seed 000 decision A): the valid pool holds at least ``target``
-    (``search.phase1_target_nodes``) nodes. Checked after whole epochs only."""
+    (``search.phase1_target_nodes``) nodes. Checked before every draft starts (issue 52)."""
     return valid_nodes >= target

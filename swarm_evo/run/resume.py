@@ -19,11 +19,9 @@ finished; everything else is brought back in line with it when the run is opened
   and the missing dispatcher updates applied (each node exactly once, from the quality the
   journal stored in ``node.metadata["quality"]``); a half-written experience line is dropped
   (:class:`~swarm_evo.learning.experience.ExperiencePool`);
-* epochs continue from the journal's highest epoch, the phase from whether Phase 2 nodes
-  exist and the valid pool from the journal (the flow derives them; nothing to repair); a
-  Phase 1 epoch that was cut short is finished before anything else, even when the valid
-  pool already reached K (decision A: Phase 1 ends after a whole epoch;
-  :func:`unfinished_phase1_epoch`).
+* epochs continue from the journal's length (an epoch is a count of appended nodes, issue 52),
+  the phase from whether Phase 2 nodes exist and the valid pool from the journal (the flow
+  derives them; nothing to repair): Phase 1 goes on drafting until the valid pool holds K.
 
 :func:`read_run_info` reads what a resume needs from ``RUN_DIR/journal.json`` (objective, data
 directory, configuration, policy); :func:`reconcile` does the repairs. No Prefect here.
@@ -265,18 +263,3 @@ __all__ = [
     "remove_temp_files",
     "replay_learning",
 ]
-
-
-def unfinished_phase1_epoch(journal: Journal, steps_per_epoch: int) -> tuple[int, int]:
-    """``(epoch, steps)``: the journal's last epoch and how many draft steps it still lacks.
-
-    A Phase 1 epoch has ``steps_per_epoch`` steps (seed 000 decision A: the check for K valid
-    nodes comes after a whole epoch). A run killed, stopped by its time limit or out of budget
-    in the middle of one resumes by finishing it; ``steps`` is 0 for an empty journal, once
-    Phase 2 has begun, or when the last epoch is complete.
-    """
-    if not journal.nodes or journal.count(phase=2) > 0:
-        return max((n.epoch for n in journal.nodes), default=0), 0
-    last = max(n.epoch for n in journal.nodes)
-    done = sum(1 for n in journal.nodes if n.epoch == last)
-    return last, max(0, steps_per_epoch - done)

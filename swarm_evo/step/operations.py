@@ -44,7 +44,8 @@ def operation_context(session: RunSession, slot: int, operation: str) -> tuple[s
     agent_id = session.dispatcher.choose(operation, step_rng(session, slot, "agent"))
     agent = session.agents.get(agent_id)
     return agent_id, {
-        "agent": {"id": agent_id, "role": agent.texts["role"], "strategy": agent.strategy(operation)},
+        "agent": {"id": agent_id, "role": agent.texts["role"], "strategy": agent.strategy(operation),
+                  "generation": agent.generation},
         "operation": operation,
         "experience": session.experience.examples(
             operation, session.config.agents.experience_top_k, journal=session.journal
@@ -67,7 +68,9 @@ def agent_request(
     dispatcher, :func:`operation_context`), its template (the registry's) rendered with every
     prompt's variables, the agent's and ``prompt_vars``, and the offline CTX
     (:func:`~swarm_evo.run.model_context.offline_context`, call key ``slot<slot>:<operation>``)
-    with ``ctx_vars``; the request's phase is the operation's.
+    with ``ctx_vars``; the request's phase is the operation's. ``metadata.agent_generation``
+    records which of the agent's texts wrote the prompt (its generation when the step started:
+    an agent evolution may rewrite them while the step runs, issue 52).
 
     Raises:
         KeyError: ``operation`` is not registered.
@@ -78,7 +81,8 @@ def agent_request(
     ctx = offline_context(session, operation, f"slot{slot}:{operation}")
     ctx.update(ctx_vars or {})
     return OperationRequest(operation=operation, phase=op.phase, slot=slot, parent_id=parent_id, template=op.template,
-                            prompt=prompt, ctx=ctx, agent_id=agent_id, metadata=metadata or {})
+                            prompt=prompt, ctx=ctx, agent_id=agent_id,
+                            metadata={**(metadata or {}), "agent_generation": agent_vars["agent"]["generation"]})
 
 
 def prepare_draft(session: RunSession, slot: int) -> OperationRequest:

@@ -17,6 +17,8 @@ program back, as a model that understood the error would give.
 from __future__ import annotations
 
 import hashlib
+import math
+import random
 import re
 import threading
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from swarm_evo.search.review import parse_metric
 from .scenarios import CHATTY_BYTES, Scenario
 
 FAULT_TAG = "# stand-in:"
+SLEEP_TAG = "# stand-in run time"
 """Comment that ends every line the server planted as a fault (the debug brain removes them)."""
 
 SLOW_FAMILIES = ("RandomForest", "ExtraTrees", "GradientBoosting")
@@ -266,6 +269,7 @@ class Brain:
         self._seen: dict[str, int] = {}
         self._variants: dict[str, str] = {}
         self.drafts = 0
+        self.programs = 0
         self.debug_fixes = 0
 
     def reset(self, scenario: Scenario, data_dir: Path | None = None) -> None:
@@ -277,6 +281,7 @@ class Brain:
             self._seen.clear()
             self._variants.clear()
             self.drafts = 0
+            self.programs = 0
             self.debug_fixes = 0
 
     def remember_variant(self, variant: str, canonical: str) -> None:
@@ -366,7 +371,21 @@ class Brain:
     def _fast(self, code: str) -> str:
         if self.scenario.fast_programs:
             code = re.sub(r"^N_FOLDS = \d+$", "N_FOLDS = 3", code, flags=re.M)
+        if self.scenario.program_seconds is not None:
+            code = self._sleeping(code)
         return code
+
+    def _sleeping(self, code: str) -> str:
+        """``code`` with one sleep of :attr:`Scenario.program_seconds` at its top (a parent's sleep,
+        which merges and mutates carry over, replaced)."""
+        median, sigma, low, high = self.scenario.program_seconds
+        with self._lock:
+            index = self.programs
+            self.programs += 1
+        rng = random.Random(f"{self.scenario.seed}:sleep:{index}")
+        seconds = min(high, max(low, median * math.exp(sigma * rng.gauss(0.0, 1.0))))
+        body = "\n".join(line for line in code.splitlines() if SLEEP_TAG not in line)
+        return f"import time as _stand_in_time  {SLEEP_TAG}\n_stand_in_time.sleep({seconds:.2f})  {SLEEP_TAG}\n{body}\n"
 
     def _draft_history(self, prompt: str) -> list[dict]:
         out = []

@@ -123,6 +123,11 @@ class Scenario(BaseModel):
 
     fast_programs: bool = True
     """Prefer quick model families and 3-fold CV, so test runs stay short."""
+    program_seconds: tuple[float, float, float, float] | None = None
+    """``(median, sigma, low, high)``: every program the brain writes first sleeps a lognormal
+    number of seconds (``median · exp(sigma · N(0, 1))`` clipped to ``[low, high]``, drawn from the
+    scenario's seed and the program's index): the heavy-tailed run times of a real model's
+    programs, for the scheduler's tests and benchmarks (issue 52). None: no sleep."""
 
     def with_(self, **changes) -> "Scenario":
         """A copy with ``changes`` applied (scenarios compose: ``TIDY.with_(tools="rejected")``)."""
