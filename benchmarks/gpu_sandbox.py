@@ -5,7 +5,8 @@ Run it on the GPU machine, with the interpreter that holds torch as the programs
     python benchmarks/gpu_sandbox.py [--python PYTHON] [--seconds 20] [--json FILE]
 
 It builds the sandbox a run builds (:func:`swarm_evo.sandbox.factory.make_sandbox`, ``sandbox.backend:
-local``, ``sandbox.python: PYTHON``; default this interpreter) and runs three programs through it:
+local``, ``sandbox.python: PYTHON``, default this interpreter; ``sandbox.gpus: all``: since issue 52 a local
+program sees no GPU unless the run is given GPUs) and runs three programs through it:
 
 1. **train**: an MLP trained with torch on CUDA for ``--seconds`` on a public training set
    (``input/train.csv``, 40 features, 4 classes, made by scikit-learn's ``make_classification``),
@@ -253,7 +254,8 @@ def main() -> int:
               .replace("SECRET", repr(SECRET)).replace("PORT", str(server.server_address[1])))
 
     def sandbox(**overrides):
-        config = RunConfig.model_validate({"sandbox": {"backend": "local", "python": args.python, **overrides}})
+        config = RunConfig.model_validate({"sandbox": {"backend": "local", "python": args.python, "gpus": "all",
+                                                       **overrides}})
         return make_sandbox(config)
 
     checks: list[tuple[str, bool, str]] = []
