@@ -399,3 +399,14 @@ def test_docker_executions_each_hold_a_group(tmp_path, public_dir):
         assert held.names == ("0",)
         assert sb.execute("print(1)", tmp_path / "node", public_dir, 5) == "done"
     assert used == [(("1",), [1, 1])] and sb.devices.in_use() == [0, 0]
+
+
+def test_the_confinement_line_names_the_gpus(tmp_path):
+    local = LocalSandbox(gpus=device_groups(2, four_gpus), slots_per_gpu=2, preload=())
+    assert local.describe_confinement().endswith(
+        "; GPUs: 0, 1 (one per execution, 2 executions per GPU: 4 slots; GPU memory not bounded)")
+    assert "GPU" not in LocalSandbox(preload=()).describe_confinement()
+    whole = _docker_sandbox(gpus=device_groups("all", no_gpu, docker=True))
+    assert whole.describe_confinement().endswith(
+        f"; GPUs: all GPUs of the Docker host, shared by its containers (global concurrency limit "
+        f"{default_limit_name()}; GPU memory not bounded)")

@@ -117,7 +117,8 @@ class Sandbox(Protocol):
     """The interface every execution backend implements (SPEC §10).
 
     ``gpu_limit`` names the global concurrency limit an orchestrator must hold around each
-    execution (GPUs shared by all containers), or is None.
+    execution (GPUs the Docker host chooses, shared by all its containers), or is None; device
+    groups (``sandbox.gpus``) are leased by the sandbox inside ``execute`` (:mod:`.gpus`).
     """
 
     gpu_limit: str | None

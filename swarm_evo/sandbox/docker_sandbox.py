@@ -194,8 +194,9 @@ class DockerSandbox:
 
     def describe_confinement(self) -> str:
         """The confinement line (:func:`~swarm_evo.sandbox.confinement.describe_confinement`)."""
+        gpus = self.devices.describe()
         return (f"container: sees only /workspace (its node directory) and input (read-only); network: "
-                f"{network_text(self)}; memory: {self.memory_limit_mb} MiB per container")
+                f"{network_text(self)}; memory: {self.memory_limit_mb} MiB per container" + (f"; {gpus}" if gpus else ""))
 
     @property
     def gpu_limit(self) -> str | None:

@@ -417,6 +417,19 @@ class DeviceAllocator:
         """Executions that may hold a group at once."""
         return len(self.groups) * self.slots_per_gpu
 
+    def describe(self) -> str:
+        """The confinement line's GPU part, e.g. ``GPUs: 0, 1 (one per execution, 2 executions per GPU:
+        4 slots; GPU memory not bounded)``; ``""`` without groups."""
+        if not self.groups:
+            return ""
+        if self.groups[0].whole is not None:
+            return f"GPUs: {self.groups[0].describe()} of the Docker host, shared by its containers " \
+                f"(global concurrency limit {default_limit_name()}; GPU memory not bounded)"
+        names = ", ".join(g.describe().removeprefix("GPU ").removeprefix("GPUs ") for g in self.groups)
+        share = "" if self.slots_per_gpu == 1 else f", {self.slots_per_gpu} executions per GPU"
+        return f"GPUs: {names} (one per execution{share}: {self.slots} slot{'s' if self.slots != 1 else ''}; " \
+            "GPU memory not bounded)"
+
     def in_use(self) -> list[int]:
         """Executions holding each group now (in :attr:`groups` order)."""
         with self._cond:

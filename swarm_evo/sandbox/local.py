@@ -362,5 +362,7 @@ class LocalSandbox:
         return (self.last_mode or local_mode(self.isolate)) != "subreaper"
 
     def describe_confinement(self) -> str:
-        """What programs see and reach, and how their memory is bounded (:func:`.confinement.describe_local`)."""
-        return describe_local(self)
+        """What programs see and reach, and how their memory is bounded (:func:`.confinement.describe_local`),
+        and their GPUs when the sandbox has device groups (:meth:`.gpus.DeviceAllocator.describe`)."""
+        gpus = self.devices.describe()
+        return describe_local(self) + (f"; {gpus}" if gpus else "")
