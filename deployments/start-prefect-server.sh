@@ -153,6 +153,8 @@ if [ "$(sql "SELECT 1 FROM pg_database WHERE datname = 'prefect'")" != 1 ]; then
 fi
 
 export PREFECT_SERVER_DATABASE_CONNECTION_URL="postgresql+asyncpg://prefect:$password@127.0.0.1:$pg_port/prefect"
+# the API hides the URL (a secret) but shows the driver: `swarm-evo pool setup` refuses a server on SQLite
+export PREFECT_SERVER_DATABASE_DRIVER=postgresql+asyncpg
 if [ "$mode" = postgres ]; then
   echo "PostgreSQL ready: PREFECT_SERVER_DATABASE_CONNECTION_URL=postgresql+asyncpg://prefect:<$password_file>@127.0.0.1:$pg_port/prefect"
   exit 0

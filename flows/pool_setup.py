@@ -119,6 +119,7 @@ async def _setup(pool: str, pool_type: str, heartbeat_frequency: int) -> SetupRe
 
     wanted = zombie_automation(heartbeat_frequency)
     async with get_client() as client:
+        await _check_database(client)
         try:
             existing = await client.read_work_pool(pool)
         except ObjectNotFound:
@@ -148,6 +149,31 @@ async def _setup(pool: str, pool_type: str, heartbeat_frequency: int) -> SetupRe
                        heartbeat_frequency=heartbeat_frequency)
 
 
+POSTGRES_DRIVER = "postgresql+asyncpg"
+
+
+async def _check_database(client) -> None:
+    """Refuse a server that does not run on PostgreSQL (issue 53, item 11): on the stock ``prefect
+    server start`` (SQLite) "database is locked" stalled the server for about 60 s, the heartbeats of
+    a live run arrived late and the automation marked it Crashed while its process lived. The API
+    hides the database URL (a secret) but shows ``server.database.driver``, which
+    deployments/start-prefect-server.sh sets.
+
+    Raises:
+        PoolSetupError: the server's driver is not PostgreSQL's (one line: the command that starts it).
+    """
+    response = await client._client.get("/admin/settings")
+    response.raise_for_status()
+    driver = ((response.json().get("server") or {}).get("database") or {}).get("driver")
+    if driver != POSTGRES_DRIVER:
+        raise PoolSetupError(
+            f"the Prefect server at PREFECT_API_URL does not run on PostgreSQL (server.database.driver: "
+            f"{driver or 'unset, so SQLite unless its URL says otherwise'}): on SQLite the automation this command makes "
+            "marks live runs Crashed when the database stalls; start the server with `bash "
+            "deployments/start-prefect-server.sh` (PostgreSQL; docs/many-machines.md#server), or, for a server "
+            f"already on PostgreSQL, give it PREFECT_SERVER_DATABASE_DRIVER={POSTGRES_DRIVER}")
+
+
 def setup_pool(pool: str, pool_type: str = "process",
                heartbeat_frequency: int = DEFAULT_HEARTBEAT_FREQUENCY) -> SetupResult:
     """Create work pool ``pool`` of ``pool_type`` when missing, and the zombie automation
@@ -155,8 +181,9 @@ def setup_pool(pool: str, pool_type: str = "process",
     of ``PREFECT_API_URL``. Running it again changes nothing.
 
     Raises:
-        PoolSetupError: no PREFECT_API_URL, the server does not answer, a bad pool name or
-            type, an existing pool of another type, a heartbeat frequency under 30 s.
+        PoolSetupError: no PREFECT_API_URL, the server does not answer or does not run on
+            PostgreSQL, a bad pool name or type, an existing pool of another type, a heartbeat
+            frequency under 30 s.
     """
     from prefect.settings import PREFECT_API_URL
 

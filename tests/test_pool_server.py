@@ -62,3 +62,30 @@ def test_the_sweep_waits_for_a_deployment_run_one_and_a_half_time_limits_and_ten
         default_run_timeout(0)
     assert inspect.signature(benchmark_sweep.fn).parameters["run_timeout"].default is None  # explicit still wins
     assert main(["sweep", "--problems", "circle-packing", "--run-timeout", "0"]) == 2
+
+
+def test_pool_setup_refuses_a_server_on_sqlite(prefect_server):
+    """Issue 53, item 11: on the stock server (SQLite: the session's API here) a live run was marked
+    Crashed when "database is locked" delayed its heartbeats; pool setup refuses such a server with
+    the command that starts the PostgreSQL one, and creates nothing there."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from flows.pool_setup import PoolSetupError, setup_pool
+
+    with pytest.raises(PoolSetupError) as caught:
+        setup_pool("sqlite-pool")
+    message = str(caught.value)
+    assert "does not run on PostgreSQL" in message and "bash deployments/start-prefect-server.sh" in message
+
+    async def pool_exists() -> bool:
+        async with get_client() as client:
+            try:
+                await client.read_work_pool("sqlite-pool")
+            except ObjectNotFound:
+                return False
+            return True
+
+    assert not asyncio.run(pool_exists())
