@@ -17,7 +17,8 @@ the same probe: no ``/dev/nvidia*`` node, no CUDA device.
 
 Checks (one ``PASS``/``FAIL`` line each, then a JSON summary, also to ``--json``; exit 1 when one
 fails): every execution ended well; each saw exactly its group (one CUDA device, the group's UUID
-in ``CUDA_VISIBLE_DEVICES``, one ``/dev/nvidia<N>`` node besides the control nodes); executions of
+in ``CUDA_VISIBLE_DEVICES``, one ``/dev/nvidia<N>`` node besides the control nodes; ``nvidia-smi -L``
+run inside lists one GPU, the driver's directories of the others being covered); executions of
 one GPU share it (as many distinct groups as GPUs given); the host saw all executions' processes
 on the GPU(s) at one time, with at least their memory together; the sandbox without GPUs saw none.
 Nothing here needs the network.
@@ -42,9 +43,15 @@ from swarm_evo.sandbox.factory import make_sandbox  # noqa: E402
 from swarm_evo.sandbox.gpus import execution_slots  # noqa: E402
 
 PROGRAM = r'''
-import glob, json, os, sys, time
+import glob, json, os, subprocess, sys, time
 seen = {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "dev_nvidia": sorted(glob.glob("/dev/nvidia*")), "pid": os.getpid()}
+        "dev_nvidia": sorted(glob.glob("/dev/nvidia*")), "pid": os.getpid(),
+        "proc_gpus": sorted(os.listdir("/proc/driver/nvidia/gpus")) if os.path.isdir("/proc/driver/nvidia/gpus") else []}
+try:  # what NVML shows in here (the driver directories of other GPUs are covered)
+    smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    seen["nvidia_smi"] = (smi.stdout + smi.stderr).strip().splitlines()
+except Exception as exc:
+    seen["nvidia_smi"] = [f"{type(exc).__name__}: {exc}"]
 try:
     import torch
     seen["device_count"] = torch.cuda.device_count()
@@ -183,6 +190,11 @@ def main() -> int:
         checks.append((f"execution {i} saw only its group", good,
                        f"CUDA_VISIBLE_DEVICES={seen.get('cuda_visible_devices')} device_count={seen.get('device_count')} "
                        f"({seen.get('device_name')}) /dev/nvidia*={seen.get('dev_nvidia')} {seen.get('error') or ''}"))
+    for i, e in enumerate(executions):
+        listed = [line for line in (e.get("seen") or {}).get("nvidia_smi", []) if line.startswith("GPU ")]
+        checks.append((f"nvidia-smi in execution {i} lists only its group", len(listed) == 1,
+                       f"{(e.get('seen') or {}).get('nvidia_smi')} (driver directories: "
+                       f"{(e.get('seen') or {}).get('proc_gpus')})"))
     visible = {(e.get("seen") or {}).get("cuda_visible_devices") for e in executions}
     checks.append(("executions of one GPU share it", len(visible) == len(groups), f"groups seen: {sorted(map(str, visible))}"))
     most = max(samples, key=lambda s: sum(len(p) for p in s["procs"].values()), default={"procs": {}, "gpus": {}})

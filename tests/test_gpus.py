@@ -35,7 +35,7 @@ from swarm_evo.sandbox.gpus import (
     shared_allocator,
 )
 from swarm_evo.sandbox.local import LocalSandbox
-from swarm_evo.sandbox.supervisor_root import device_nodes
+from swarm_evo.sandbox.supervisor_root import device_nodes, hidden_gpu_dirs
 
 UUIDS = ("GPU-aaaaaaaa-0000", "GPU-bbbbbbbb-1111", "GPU-cccccccc-2222", "GPU-dddddddd-3333")
 
@@ -118,7 +118,8 @@ SMI = ("GPU 0: NVIDIA H200 (UUID: GPU-aaaaaaaa-0000)\n"
 def test_discovery_takes_indices_from_nvidia_smi_and_minors_from_the_driver(tmp_path):
     proc = _driver(tmp_path / "proc", [("0000:17:00.0", 1, "GPU-aaaaaaaa-0000"), ("0000:65:00.0", 0, "GPU-bbbbbbbb-1111")])
     dev = _dev(tmp_path / "dev", ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps"])
-    assert discover_gpus(_smi(SMI), proc, dev) == (Gpu("0", 0, 1, "GPU-aaaaaaaa-0000"), Gpu("1", 1, 0, "GPU-bbbbbbbb-1111"))
+    assert discover_gpus(_smi(SMI), proc, dev) == (Gpu("0", 0, 1, "GPU-aaaaaaaa-0000", "0000:17:00.0"),
+                                                   Gpu("1", 1, 0, "GPU-bbbbbbbb-1111", "0000:65:00.0"))
     # no driver directory: a GPU's node is the one of its index
     assert discover_gpus(_smi(SMI), tmp_path / "none", dev) == (
         Gpu("0", 0, 0, "GPU-aaaaaaaa-0000"), Gpu("1", 1, 1, "GPU-bbbbbbbb-1111"))
@@ -128,7 +129,8 @@ def test_discovery_without_nvidia_smi_reads_the_driver_then_the_device_nodes(tmp
     proc = _driver(tmp_path / "proc", [("0000:65:00.0", 0, "GPU-bbbbbbbb-1111"), ("0000:17:00.0", 1, "GPU-aaaaaaaa-0000")])
     dev = _dev(tmp_path / "dev", ["nvidia0", "nvidia1", "nvidia10", "nvidiactl", "nvidia-uvm-tools"])
     # the driver's GPUs in PCI bus order (nvidia-smi's default order)
-    assert discover_gpus(_no_smi, proc, dev) == (Gpu("0", 0, 1, "GPU-aaaaaaaa-0000"), Gpu("1", 1, 0, "GPU-bbbbbbbb-1111"))
+    assert discover_gpus(_no_smi, proc, dev) == (Gpu("0", 0, 1, "GPU-aaaaaaaa-0000", "0000:17:00.0"),
+                                                 Gpu("1", 1, 0, "GPU-bbbbbbbb-1111", "0000:65:00.0"))
     assert discover_gpus(_smi("", code=9), tmp_path / "none", dev) == (
         Gpu("0", 0, 0, None), Gpu("1", 1, 1, None), Gpu("2", 2, 10, None))
     assert discover_gpus(_no_smi, tmp_path / "none", tmp_path / "none") == ()
@@ -278,7 +280,18 @@ def test_local_execution_environment_and_device_nodes_of_a_group():
     assert bare.environment(confined=False)["CUDA_VISIBLE_DEVICES"] == "2,3"
     # no GPU given: no node at all, and CUDA sees nothing where the host's nodes are visible
     assert LocalSandbox.gpu_config(None) == {"env_extra": {}, "env_unconfined": {"CUDA_VISIBLE_DEVICES": ""},
-                                             "gpu_devices": []}
+                                             "gpu_devices": [], "gpu_buses": []}
+
+
+def test_the_program_proc_hides_the_other_gpus_driver_directories(tmp_path):
+    proc = _driver(tmp_path / "gpus", [("0000:17:00.0", 1, UUIDS[0]), ("0000:65:00.0", 0, UUIDS[1])])
+    (group,) = device_groups(("1",), lambda: discover_gpus(_smi(SMI), proc, tmp_path / "none"))
+    cfg = LocalSandbox.gpu_config(group)
+    assert cfg["gpu_buses"] == ["0000:65:00.0"]
+    assert hidden_gpu_dirs(cfg, str(proc)) == [f"{proc}/0000:17:00.0"]
+    assert hidden_gpu_dirs(LocalSandbox.gpu_config(None), str(proc)) == [f"{proc}/0000:17:00.0", f"{proc}/0000:65:00.0"]
+    assert hidden_gpu_dirs({"gpu_buses": None}, str(proc)) == []  # unknown bus ids: nothing hidden
+    assert DeviceGroup((Gpu("1", 1, 1),)).buses() is None
 
 
 def test_the_program_root_binds_only_the_groups_nodes_that_exist(tmp_path):

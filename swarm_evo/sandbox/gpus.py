@@ -140,12 +140,14 @@ class Gpu:
         index: nvidia-smi's index (PCI bus order), None when unknown.
         minor: the minor number of its ``/dev/nvidia<minor>`` node, None when unknown.
         uuid: ``GPU-<uuid>``, None when unknown.
+        bus: its PCI bus id, the name of its directory under :data:`PROC_GPUS`; None when unknown.
     """
 
     name: str
     index: int | None = None
     minor: int | None = None
     uuid: str | None = None
+    bus: str | None = None
 
 
 def _from_smi(run: Callable) -> list[tuple[int, str]]:
@@ -164,8 +166,8 @@ def _from_smi(run: Callable) -> list[tuple[int, str]]:
     return found
 
 
-def _from_proc(proc_dir: str | Path) -> list[tuple[int | None, str | None]]:
-    """``(minor, uuid)`` per GPU from the driver's ``<bus id>/information`` files, in PCI bus
+def _from_proc(proc_dir: str | Path) -> list[tuple[int | None, str | None, str]]:
+    """``(minor, uuid, bus id)`` per GPU from the driver's ``<bus id>/information`` files, in PCI bus
     order (nvidia-smi's default index order); [] when there is none."""
     try:
         buses = sorted(os.listdir(proc_dir))
@@ -183,7 +185,7 @@ def _from_proc(proc_dir: str | Path) -> list[tuple[int | None, str | None]]:
             continue
         minor = fields.get("Device Minor", "")
         uuid = fields.get("GPU UUID", "")
-        found.append((int(minor) if minor.isdigit() else None, uuid if uuid.startswith("GPU-") else None))
+        found.append((int(minor) if minor.isdigit() else None, uuid if uuid.startswith("GPU-") else None, bus))
     return found
 
 
@@ -210,11 +212,12 @@ def discover_gpus(run: Callable = subprocess.run, proc_dir: str | Path = PROC_GP
     proc = _from_proc(proc_dir)
     nodes = _from_dev(dev_dir)
     if smi:
-        minors = {uuid: minor for minor, uuid in proc if uuid}
-        return tuple(Gpu(str(index), index, minors.get(uuid, index if index in nodes or not nodes else None), uuid)
+        driver = {uuid: (minor, bus) for minor, uuid, bus in proc if uuid}
+        return tuple(Gpu(str(index), index, driver[uuid][0] if uuid in driver else
+                         (index if index in nodes or not nodes else None), uuid, driver.get(uuid, (None, None))[1])
                      for index, uuid in smi)
     if proc:
-        return tuple(Gpu(str(i), i, minor, uuid) for i, (minor, uuid) in enumerate(proc))
+        return tuple(Gpu(str(i), i, minor, uuid, bus) for i, (minor, uuid, bus) in enumerate(proc))
     return tuple(Gpu(str(i), i, minor, None) for i, minor in enumerate(nodes))
 
 
@@ -288,6 +291,13 @@ class DeviceGroup:
             nodes.append(f"{dev_dir}/nvidia{gpu.minor}")
         return nodes + [f"{dev_dir}/{name}" for name in CONTROL_NODES]
 
+    def buses(self) -> list[str] | None:
+        """The PCI bus ids of the group's GPUs (their :data:`PROC_GPUS` directories), None when one is
+        unknown: a local execution's ``/proc`` hides the other GPUs' directories, as Docker's
+        NVIDIA runtime does, so that NVML (``nvidia-smi``) lists only the group."""
+        buses = [g.bus for g in self.gpus]
+        return None if not buses or None in buses else buses  # type: ignore[return-value]
+
     def request(self) -> dict | None:
         """The Docker ``DeviceRequest`` of this group (:func:`device_request`)."""
         return device_request(self.whole if self.whole is not None else self.names)
@@ -350,7 +360,7 @@ def device_groups(spec: GpuSpec, discover: Callable[[], Sequence[Gpu]] | None = 
     for name in spec:
         gpu = next((g for g in found if name in (g.name, g.uuid)), None)
         if gpu is not None:
-            groups.append(DeviceGroup((Gpu(name, gpu.index, gpu.minor, gpu.uuid),)))
+            groups.append(DeviceGroup((Gpu(name, gpu.index, gpu.minor, gpu.uuid, gpu.bus),)))
         elif found:
             raise SandboxUnavailableError(
                 f"sandbox.gpus names GPU {name!r}, which this machine does not have (nvidia-smi -L: "

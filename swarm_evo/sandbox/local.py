@@ -309,15 +309,17 @@ class LocalSandbox:
         """The supervisor's GPU keys for an execution holding the device group ``gpus`` (or none):
         ``env_extra`` (its ``CUDA_VISIBLE_DEVICES``, applied after the fork, so the program server's
         key is not split by it), ``env_unconfined`` (what replaces it where every host GPU is
-        visible: the ``subreaper`` mode) and ``gpu_devices`` (the nodes bound into its ``/dev``).
+        visible: the ``subreaper`` mode), ``gpu_devices`` (the nodes bound into its ``/dev``) and
+        ``gpu_buses`` (the driver's GPU directories its ``/proc`` keeps; None: all).
 
         Raises:
             SandboxUnavailableError: a GPU of the group has no known device node.
         """
         if gpus is None:
-            return {"env_extra": {}, "env_unconfined": {"CUDA_VISIBLE_DEVICES": ""}, "gpu_devices": []}
+            return {"env_extra": {}, "env_unconfined": {"CUDA_VISIBLE_DEVICES": ""}, "gpu_devices": [],
+                    "gpu_buses": []}
         return {"env_extra": gpus.environment(confined=True), "env_unconfined": gpus.environment(confined=False),
-                "gpu_devices": gpus.device_nodes()}
+                "gpu_devices": gpus.device_nodes(), "gpu_buses": gpus.buses()}
 
     def _run(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
              preload: tuple[str, ...], gpus: DeviceGroup | None = None) -> ExecutionResult:

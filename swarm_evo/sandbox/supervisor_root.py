@@ -42,10 +42,10 @@ import stat
 import struct
 
 if __package__:
-    from .supervisor_namespace import (CLONE_NEWIPC, CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
+    from .supervisor_namespace import (CLONE_NEWIPC, CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY,
         MS_PRIVATE, MS_REC, SCRATCH_DIRS, _check, _libc, freeze_mounts, mount, unshare)
 else:  # run by path: the supervisor put this directory on sys.path
-    from supervisor_namespace import (CLONE_NEWIPC, CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
+    from supervisor_namespace import (CLONE_NEWIPC, CLONE_NEWNS, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY,
         MS_PRIVATE, MS_REC, SCRATCH_DIRS, _check, _libc, freeze_mounts, mount, unshare)
 
 CLONE_NEWUSER = 0x10000000
@@ -195,6 +195,24 @@ def device_nodes(cfg: dict) -> list[str]:
     return [d for d in dict.fromkeys(wanted) if os.path.exists(d)]
 
 
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+"""The NVIDIA driver's per-GPU directories, one per PCI bus id."""
+
+
+def hidden_gpu_dirs(cfg: dict, proc_gpus: str = PROC_GPUS) -> list[str]:
+    """The driver's GPU directories the program's ``/proc`` covers with an empty tmpfs: those of
+    GPUs outside its device group (``gpu_buses``; ``[]``: no GPU, all of them; None: unknown,
+    none), as Docker's NVIDIA runtime does, so that NVML lists only the group's GPUs."""
+    keep = cfg.get("gpu_buses")
+    if keep is None:
+        return []
+    try:
+        names = sorted(os.listdir(proc_gpus))
+    except OSError:
+        return []
+    return [f"{proc_gpus}/{name}" for name in names if name not in keep]
+
+
 def build_root(cfg: dict, interpreter: list[str]) -> list[str]:
     """In the init: the namespaces and root file system of the module docstring, ``pivot_root``
     into it, everything read-only but the node directory and scratch; the warnings.
@@ -228,6 +246,12 @@ def build_root(cfg: dict, interpreter: list[str]) -> list[str]:
             mount("proc", _NEW_ROOT + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         except OSError as exc:
             warnings.append(f"programs have no /proc ({exc})")
+        for hidden in hidden_gpu_dirs(cfg):  # other GPUs out of NVML's sight (best effort)
+            try:
+                mount("tmpfs", _NEW_ROOT + hidden, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                      "size=4k,mode=0555")
+            except OSError as exc:
+                warnings.append(f"programs see {hidden} of a GPU not theirs ({exc})")
         tree.tmpfs("/dev", "0755", 0.25, MS_NOSUID | MS_NOEXEC)
         for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                              ("stderr", "/proc/self/fd/2")):
