@@ -15,7 +15,8 @@ sandbox init (PID 1 of the program's PID namespace), unshares a mount, IPC and (
   ``sys.path``), the child of that directory on the way to it is covered by an empty tmpfs
   into which only the path itself is bound back: the answers next to ``public`` and the other
   nodes next to the node directory stay out of sight;
-* a fresh ``/proc`` (the namespace's processes only), a ``/dev`` with ``null``, ``zero``,
+* a fresh ``/proc`` (the namespace's processes only; the NVIDIA driver's directories of GPUs
+  outside the execution's device group covered, :func:`hidden_gpu_dirs`), a ``/dev`` with ``null``, ``zero``,
   ``full``, ``random``, ``urandom`` and, when the execution was given a device group, only its
   GPUs' ``/dev/nvidia<N>`` and the NVIDIA control nodes (``gpu_devices``; without GPUs no
   ``/dev/nvidia*`` at all), private size-limited tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``.
