@@ -46,6 +46,7 @@ import pandas as pd
 from .hidden_answers import answer_column, check_gradable
 from .hidden_layout import HiddenLayout, HiddenSplitError, entry_id, hidden_layout, read_table, train_table
 from .hidden_relation import as_dates, chosen_relation
+from .hidden_resolution import score_resolution
 from .model import Competition
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,9 @@ class HiddenSplit:
             ``search.hidden_group_column`` or found, :mod:`~swarm_evo.competition.hidden_relation`).
         relation, time_column, relation_why: ``random``, ``group`` or ``time`` (the latest rows by
             ``time_column``), and why (issue 53, item 7).
+        resolution: the bootstrap standard error of the grader on the hidden rows (issue 53,
+            item 8: prompts show hidden scores rounded to it,
+            :mod:`~swarm_evo.competition.hidden_resolution`); None when it cannot be computed.
         rows, train_rows: hidden rows, and training rows before the split.
         stratified: drawn stratified on the label (classification, when every class has 2 rows).
         fresh_ids: ``{original id: id in the view}`` of the hidden rows (ids as text); each keeps
@@ -88,6 +92,7 @@ class HiddenSplit:
     relation: str = "random"
     time_column: str | None = None
     relation_why: str = ""
+    resolution: float | None = None
 
     @property
     def view_dir(self) -> Path:
@@ -102,6 +107,7 @@ class HiddenSplit:
         return {"dir": SPLIT_DIR, "seed": self.seed, "fraction": self.fraction, "group_column": self.group_column,
                 "rows": self.rows, "train_rows": self.train_rows, "stratified": self.stratified,
                 "relation": self.relation, "time_column": self.time_column, "relation_why": self.relation_why,
+                "resolution": self.resolution,
                 "digest": self.digest}
 
 
@@ -307,10 +313,12 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     answers = answers.reset_index(drop=True)
     hidden_sample = full_sample[full_sample[id_col].isin(set(answers[id_col].astype(str)))].reset_index(drop=True)
     check_gradable(competition.grader, hidden_sample, answers, id_col, list(layout.target_columns))
+    resolution = score_resolution(competition.grader, answers, id_col, list(layout.target_columns), seed)
     _write_table(answers, root / ANSWERS_FILE)
     split = HiddenSplit(root=root, seed=int(seed), fraction=float(fraction), group_column=group_column,
                         rows=len(hidden_ids), train_rows=len(train), stratified=stratified, fresh_ids=pairs,
-                        relation=relation.kind, time_column=time_column, relation_why=relation.why)
+                        relation=relation.kind, time_column=time_column, relation_why=relation.why,
+                        resolution=resolution)
     split.digest = _digest(split.seed, split.fraction, group_column, split.train_rows, pairs, time_column)
     (root / RECORD_FILE).write_text(json.dumps({**split.record(), "fresh_ids": pairs}), encoding="utf-8")
     return split

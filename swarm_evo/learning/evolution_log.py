@@ -114,7 +114,9 @@ class LogChange(BaseModel):
         metric: the validation metric in the competition's own units and direction; None for a
             buggy node (as in the draft history) or a node without a finite metric.
         hidden: the host's grade of the run's hidden split (issue 41), the fitness the search
-            selects on; None without one (or for a buggy node).
+            selects on, rounded to what the split can tell apart (issue 53, item 8:
+            :func:`swarm_evo.competition.hidden_resolution.shown_hidden`; the journal keeps the
+            exact score); None without one (or for a buggy node).
         tags: a subset of ``["BEST", "BUGGY", "DEAD", "VALIDATION LEAKS"]`` in that order;
             ``BEST`` marks the journal's current best node, ``VALIDATION LEAKS`` a node whose
             printed metric overstates its hidden score
@@ -193,6 +195,8 @@ def node_summary(node: Node, limit: int = SUMMARY_CHARS) -> str:
 
 def log_change(node: Node, best_id: str | None = None) -> LogChange:
     """A node as a :class:`LogChange`; ``best_id`` is the current best node's id (for ``BEST``)."""
+    from swarm_evo.competition.hidden_resolution import shown_hidden
+
     metric = node.metric_value
     if node.is_buggy or metric is None or not math.isfinite(metric):
         metric = None
@@ -211,7 +215,7 @@ def log_change(node: Node, best_id: str | None = None) -> LogChange:
         operation=node.operation,
         agent_id=node.agent_id,
         metric=metric,
-        hidden=None if node.is_buggy else node.hidden_score,
+        hidden=None if node.is_buggy else shown_hidden(node),
         tags=tags,
         summary=node_summary(node),
     )

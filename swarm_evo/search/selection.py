@@ -300,8 +300,9 @@ def choose_phase2_operation(
 
 def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:
     """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt; in a
-    run with a hidden split a valid node also has ``held_out`` (its hidden score) and ``leaks``
-    (:func:`swarm_evo.population.ranking.printed_misleads`).
+    run with a hidden split a valid node also has ``held_out`` (its hidden score as prompts show
+    it, rounded to what the split can tell apart: :func:`swarm_evo.competition.hidden_resolution.shown_hidden`,
+    issue 53 item 8) and ``leaks`` (:func:`swarm_evo.population.ranking.printed_misleads`).
 
     Seed 000 ``build_draft_history``; ``metric`` is None for a buggy or dead node (the draft
     prompt shows it as "failed"). ``approach`` is what the prompt shows: the approach tag, or,
@@ -313,6 +314,7 @@ def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[s
     are listed too, and nodes without a tag are listed by their plan; nodes with neither a
     tag nor a plan (a generation that failed before any program) are left out.
     """
+    from swarm_evo.competition.hidden_resolution import shown_hidden
     from swarm_evo.learning.evolution_log import node_summary
 
     out: list[dict[str, Any]] = []
@@ -331,6 +333,6 @@ def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[s
             "approach": approach or tag,
         }
         if n.hidden_score is not None and not (n.is_buggy or n.dead):  # issue 41: the host's score beside it
-            item.update(held_out=n.hidden_score, leaks=ranking.printed_misleads(n))
+            item.update(held_out=shown_hidden(n), leaks=ranking.printed_misleads(n))
         out.append(item)
     return out

@@ -3,6 +3,7 @@ its generation failed for good (one node per step, SPEC §6)."""
 
 from __future__ import annotations
 
+from swarm_evo.competition.hidden_resolution import shown_fields
 from swarm_evo.llm.errors import transient_errors
 from swarm_evo.population.genes import parse_genes
 from swarm_evo.population import ranking
@@ -75,6 +76,8 @@ def assemble_node(
         llm_usage=usage,
         metadata=metadata,
     )
+    hidden = getattr(session.objective, "hidden", None)  # issue 53, item 8: what prompts show of the score
+    node.metadata.update(shown_fields(node.hidden_score, hidden.split.resolution if hidden is not None else None))
     gap = ranking.printed_gap(node)
     if gap is not None:  # issue 41: how far the program's own validation overstates the held-out rows
         node.metadata["printed_gap"] = round(gap, 6)
