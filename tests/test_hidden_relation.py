@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from swarm_evo.competition import load_competition
 from swarm_evo.competition.hidden_grading import HiddenGrader
-from swarm_evo.competition.hidden_layout import hidden_layout, read_table
+from swarm_evo.competition.hidden_layout import HiddenSplitError, hidden_layout, read_table
 from swarm_evo.competition.hidden_relation import as_dates, detect_relation
 from swarm_evo.competition.hidden_split import SPLIT_DIR, choose_hidden_rows, write_split
 from swarm_evo.objective.competition import SUBMISSION
@@ -115,6 +116,10 @@ def test_test_dates_after_the_training_dates_split_by_time(tmp_path):
     assert len(hidden) == round(0.15 * len(train)) and hidden["date"].min() >= kept["date"].max()
     again = write_split(competition, tmp_path / "again" / SPLIT_DIR, 5, 0.15)
     assert again.fresh_ids == split.fresh_ids, "the latest rows, whatever the seed"
+    named = write_split(competition, tmp_path / "named" / SPLIT_DIR, 0, 0.15, time_column="date")
+    assert named.relation == "time" and named.fresh_ids == split.fresh_ids and named.digest == split.digest
+    with pytest.raises(HiddenSplitError, match="not a column of the training table holding dates"):
+        write_split(competition, tmp_path / "bad" / SPLIT_DIR, 0, 0.15, time_column="x")
 
 
 def test_random_rows_and_dates_that_do_not_follow_stay_random(tmp_path):

@@ -139,16 +139,27 @@ def detect_relation(train: pd.DataFrame, test: pd.DataFrame | None, layout: Hidd
 
 
 def chosen_relation(competition_id: str, train: pd.DataFrame, test: pd.DataFrame | None, layout: HiddenLayout,
-                    group_column: str | None = None) -> SplitRelation:
-    """The relation a split uses: ``search.hidden_group_column`` when set, else a built-in's
-    declared relation (:attr:`~swarm_evo.competition.builtins.BuiltinSpec.hidden_relation`), else
+                    group_column: str | None = None, time_column: str | None = None) -> SplitRelation:
+    """The relation a split uses: ``search.hidden_group_column`` when set, else ``time_column``
+    (the latest rows by it) when given, else a built-in's declared relation
+    (:attr:`~swarm_evo.competition.builtins.BuiltinSpec.hidden_relation`), else
     :func:`detect_relation`.
 
     Raises:
-        HiddenSplitError: a built-in declares a column its training table lacks (a bug).
+        HiddenSplitError: both columns are given; ``time_column`` is not a training column
+            holding dates; a built-in declares a column its training table lacks (a bug).
     """
     from .builtins import BUILTIN_COMPETITIONS
 
+    if group_column is not None and time_column is not None:
+        raise HiddenSplitError(f"a hidden split is grouped ({group_column!r}) or ordered by time ({time_column!r}), "
+                               "not both: name one")
+    if time_column is not None:
+        if time_column not in train.columns or as_dates(train[time_column]) is None:
+            raise HiddenSplitError(f"time column {time_column!r} is not a column of the training table holding dates "
+                                   f"(2021-03-04, 2021/3/4 10:00; columns: {list(train.columns)[:12]})")
+        return SplitRelation("time", time_column, f"by time on {time_column!r} (named by the caller); the latest "
+                                                  "training rows are hidden")
     if group_column is not None:
         return SplitRelation("group", group_column, f"grouped by {group_column!r} (search.hidden_group_column); "
                                                     "whole groups are hidden")

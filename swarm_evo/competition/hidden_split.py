@@ -230,7 +230,7 @@ def _write_media(public: Path, view: Path, layout: HiddenLayout, hidden_pairs: d
 
 
 def write_split(competition: Competition, root: Path, seed: int, fraction: float,
-                group_column: str | None = None) -> HiddenSplit:
+                group_column: str | None = None, time_column: str | None = None) -> HiddenSplit:
     """Cut the hidden split and write ``root`` (= ``RUN_DIR/hidden_split``; see the module
     docstring), replacing what is there; deterministic for the same public data and arguments.
 
@@ -240,11 +240,17 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     The hidden answers are written in the grader's form and graded once before anything relies
     on them (:mod:`swarm_evo.competition.hidden_answers`).
 
+    The rows are drawn as the competition's test rows were (issue 53, item 7:
+    :func:`~swarm_evo.competition.hidden_relation.chosen_relation`): whole groups of
+    ``group_column``, the latest by ``time_column`` (a date column), else what the built-in
+    declares or the tables show; the relation and why are logged in one line.
+
     Raises:
         HiddenSplitUnavailable: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`; also
             when the competition's grader cannot grade the hidden answers
             (:func:`~swarm_evo.competition.hidden_answers.check_gradable`).
-        HiddenSplitError: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`.
+        HiddenSplitError: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout` and
+            :func:`~swarm_evo.competition.hidden_relation.chosen_relation`.
         OSError: the folder cannot be written.
     """
     public = Path(competition.public_dir)
@@ -252,7 +258,7 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     layout = hidden_layout(competition, train, group_column)
     id_col = layout.id_column
     public_test = read_table(public / layout.test_file) if layout.test_file is not None else None
-    relation = chosen_relation(competition.id, train, public_test, layout, group_column)
+    relation = chosen_relation(competition.id, train, public_test, layout, group_column, time_column)
     log.info("hidden split of %s: %s", competition.id, relation.why)
     group_column = relation.column if relation.kind == "group" else None
     time_column = relation.column if relation.kind == "time" else None
