@@ -333,7 +333,11 @@ def holds_id_table(path: Path, id_col: str) -> bool:
                 for info in archive.infolist():
                     if not info.is_dir():
                         with archive.open(info) as member:
-                            if _head_names_id(_decompressed_head(member), id_col):
+                            start = member.read(8)  # an image among thousands: its magic suffices
+                            if start.startswith(_MEDIA_MAGIC):
+                                continue
+                            if _head_names_id(_decompressed_head(io.BufferedReader(_Prefixed(start, member))),
+                                              id_col):
                                 return True
             return False
         fh.seek(0)
@@ -350,6 +354,25 @@ def holds_id_table(path: Path, id_col: str) -> bool:
             pass
         return False
     return _head_names_id(head, id_col)
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were read already (``prefix``), then the rest of ``stream``."""
+
+    def __init__(self, prefix: bytes, stream) -> None:
+        self._prefix, self._stream = prefix, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n], self._prefix = self._prefix[:n], self._prefix[n:]
+            return n
+        data = self._stream.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def _head_names_id(head: bytes, id_col: str) -> bool:
