@@ -78,7 +78,14 @@ class SearchConfig(_Section):
     )
     hidden_group_column: str | None = Field(
         None, description="A column of the training table whose groups stay whole in the hidden split "
-        "(rows of one group are all hidden or all kept), e.g. a patient or session id.",
+        "(rows of one group are all hidden or all kept), e.g. a patient or session id. Unset: a column whose "
+        "test values the training rows never hold while repeating them is found and used (issue 53).",
+    )
+    hidden_time_column: str | None = Field(
+        None, description="A date column of the training table (2021-03-04, 2021/3/4 10:00): the latest "
+        "hidden_fraction of the training rows by it are hidden, as a test set that follows the training data "
+        "in time. Unset: a date column whose test dates follow the training dates is found and used (issue 53). "
+        "Not with hidden_group_column.",
     )
     final_refit: bool = Field(
         True, description="With hidden fitness: run the chosen program once more on the full training "

@@ -20,7 +20,9 @@ from swarm_evo.competition.hidden_grading import HiddenGrader
 from swarm_evo.competition.hidden_layout import HiddenSplitError, hidden_layout, read_table
 from swarm_evo.competition.hidden_relation import as_dates, detect_relation
 from swarm_evo.competition.hidden_split import SPLIT_DIR, choose_hidden_rows, write_split
-from swarm_evo.objective.competition import SUBMISSION
+from swarm_evo.config import ConfigError, RunConfig
+from swarm_evo.objective.competition import SUBMISSION, CompetitionObjective
+from swarm_evo.objective.fitness import apply_fitness, choose_fitness
 
 
 def _competition(root: Path, train: pd.DataFrame, test: pd.DataFrame, answers: pd.DataFrame, grader: str):
@@ -120,6 +122,17 @@ def test_test_dates_after_the_training_dates_split_by_time(tmp_path):
     assert named.relation == "time" and named.fresh_ids == split.fresh_ids and named.digest == split.digest
     with pytest.raises(HiddenSplitError, match="not a column of the training table holding dates"):
         write_split(competition, tmp_path / "bad" / SPLIT_DIR, 0, 0.15, time_column="x")
+    # search.hidden_time_column: checked at start (bad input), recorded, kept by a resumed run
+    objective, search = CompetitionObjective(competition), RunConfig().search
+    with pytest.raises(ConfigError, match="hidden_time_column 'x' is not a column .* holding dates"):
+        choose_fitness(objective, search.model_copy(update={"hidden_time_column": "x"}))
+    info: dict = {}
+    assert apply_fitness(objective, search.model_copy(update={"hidden_time_column": "date"}), 0,
+                         tmp_path / "cfg", info) == "hidden"
+    assert info["hidden_split"]["time_column"] == "date" and info["hidden_split"]["digest"] == split.digest
+    resumed = CompetitionObjective(competition)
+    apply_fitness(resumed, search, 0, tmp_path / "cfg", info)
+    assert resumed.hidden.split.time_column == "date"
 
 
 def test_random_rows_and_dates_that_do_not_follow_stay_random(tmp_path):

@@ -415,17 +415,19 @@ def _check_other_files(public: Path, tables: set[str | None], media: set[str], i
 
 
 def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
-                  group_column: str | None = None) -> HiddenLayout:
+                  group_column: str | None = None, time_column: str | None = None) -> HiddenLayout:
     """The layout a hidden split is cut from (module docstring), read from ``public_dir``.
 
     Args:
         competition: the loaded competition.
         train: the training table when the caller has read it already (:func:`read_table`).
         group_column: ``search.hidden_group_column``, checked against the training table.
+        time_column: ``search.hidden_time_column``, checked: a training column holding dates.
 
     Raises:
         HiddenSplitUnavailable: no hidden split is possible; the message says why.
-        HiddenSplitError: ``group_column`` is not a column of the training table.
+        HiddenSplitError: ``group_column`` is not a column of the training table, ``time_column``
+            not one holding dates, or both are given.
     """
     public = Path(competition.public_dir)
     id_col, targets = competition.id_column, tuple(competition.target_columns)
@@ -442,6 +444,16 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
         raise HiddenSplitError(
             f"search.hidden_group_column {group_column!r} is not a column of {public / train_file} "
             f"(columns: {list(train.columns)[:12]}): name one of them or drop the key")
+    if time_column is not None:
+        from .hidden_relation import as_dates  # it builds on this module
+
+        if group_column is not None:
+            raise HiddenSplitError(f"search.hidden_group_column {group_column!r} and search.hidden_time_column "
+                                   f"{time_column!r}: a hidden split is grouped or ordered by time, not both")
+        if time_column not in train.columns or as_dates(train[time_column]) is None:
+            raise HiddenSplitError(
+                f"search.hidden_time_column {time_column!r} is not a column of {public / train_file} holding dates "
+                f"(2021-03-04, 2021/3/4 10:00; columns: {list(train.columns)[:12]}): name one or drop the key")
     test_file = _first(public, TEST_TABLES)
     test_columns: tuple[str, ...] = ()
     if test_file is not None:

@@ -85,21 +85,22 @@ class CompetitionObjective:
         when the run has a hidden split): what their submissions are checked against."""
         return self.hidden.view if self.hidden is not None else self.competition
 
-    def hidden_split_unavailable(self, group_column: str | None = None) -> str | None:
+    def hidden_split_unavailable(self, group_column: str | None = None, time_column: str | None = None) -> str | None:
         """Why this competition's public layout allows no hidden split, or None when it does
         (:func:`swarm_evo.competition.hidden_layout.hidden_layout`).
 
         Raises:
-            HiddenSplitError: ``group_column`` is not a column of the training table.
+            HiddenSplitError: ``group_column`` is not a column of the training table, or
+                ``time_column`` not one holding dates (issue 53, item 7).
         """
         try:
-            hidden_layout(self.competition, group_column=group_column)
+            hidden_layout(self.competition, group_column=group_column, time_column=time_column)
         except HiddenSplitUnavailable as exc:
             return str(exc)
         return None
 
     def use_hidden_split(self, run_dir: Path, seed: int, fraction: float, group_column: str | None = None,
-                         recorded: dict | None = None) -> HiddenSplit:
+                         recorded: dict | None = None, time_column: str | None = None) -> HiddenSplit:
         """Give the run its hidden split, ``RUN_DIR/hidden_split/``, and show programs its view
         from now on. The split is written every time a session opens (it is deterministic): a
         resumed run, even one fetched from the run store, whose files lost their times and
@@ -112,7 +113,7 @@ class CompetitionObjective:
                 changed since the run began: its nodes' hidden scores would not compare).
         """
         root = Path(run_dir) / SPLIT_DIR
-        split = write_split(self.competition, root, seed, fraction, group_column)
+        split = write_split(self.competition, root, seed, fraction, group_column, time_column)
         if recorded is not None and split.digest != recorded.get("digest"):
             raise CompetitionError(
                 f"{root}: the hidden split drawn from {self.competition.public_dir} now differs from the one this "

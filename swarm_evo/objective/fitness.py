@@ -47,14 +47,16 @@ def choose_fitness(objective: Objective, search: SearchConfig, recorded: str | N
 
     Raises:
         ConfigError: ``search.fitness`` is ``hidden`` for a competition that allows no hidden
-            split, or ``search.hidden_group_column`` names no column of the training table.
+            split, or ``search.hidden_group_column`` names no column of the training table, or
+            ``search.hidden_time_column`` none holding dates.
     """
     if objective.kind != "competition":
         return "evaluator", f"problem {objective.id}: the host's evaluator scores every program"
     if recorded == "printed" or (recorded is None and search.fitness == "printed"):
         return "printed", f"{objective.id}: selecting on the programs' printed validation metrics (search.fitness: printed)"
     try:
-        reason = objective.hidden_split_unavailable(search.hidden_group_column)  # type: ignore[attr-defined]
+        reason = objective.hidden_split_unavailable(  # type: ignore[attr-defined]
+            search.hidden_group_column, search.hidden_time_column)
     except HiddenSplitError as exc:
         raise ConfigError(f"competition {objective.id}: {exc}") from None
     if reason is None:
@@ -91,12 +93,13 @@ def apply_fitness(objective: Objective, search: SearchConfig, seed: int, run_dir
     if source == "hidden":
         previous = info.get(SPLIT_KEY)
         if previous is not None:  # a resumed run: its own split, whatever the config says now
-            fraction, group = previous["fraction"], previous.get("group_column")
+            fraction, group, time = previous["fraction"], previous.get("group_column"), previous.get("time_column")
             seed = previous["seed"]
         else:
-            fraction, group = search.hidden_fraction, search.hidden_group_column
+            fraction, group, time = search.hidden_fraction, search.hidden_group_column, search.hidden_time_column
         try:
-            split = objective.use_hidden_split(run_dir, seed, fraction, group, recorded=previous)  # type: ignore[attr-defined]
+            split = objective.use_hidden_split(  # type: ignore[attr-defined]
+                run_dir, seed, fraction, group, recorded=previous, time_column=time)
         except HiddenSplitUnavailable as exc:  # the grader cannot grade the hidden answers (issue 53, item 10)
             shutil.rmtree(Path(run_dir) / SPLIT_DIR, ignore_errors=True)
             if search.fitness == "hidden" or recorded == "hidden":
