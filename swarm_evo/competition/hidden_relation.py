@@ -6,20 +6,20 @@ test rows are not random, it rewards the very leak it exists to catch: on a tabl
 patients are unseen, per-patient target encoding scored a hidden RMSE of 0.333 against 1.008
 for an honest model, with the same private score (0.850) for both. So the split is:
 
-* **time** — checked first; see below;
-* **group** — by a column (not a date column) whose values the test rows (nearly) never share with training rows
-  (at most :data:`UNSEEN_SHARE` of the test rows with a value have one the training table
-  holds) while training rows repeat them (at least :data:`REPEAT_SHARE` of the training rows
-  share their value with another): a patient, a session, a user. Whole groups are hidden
-  (``GroupShuffleSplit``), so hidden groups are unseen like the test's;
-* **time** — by a date column whose test range follows the training range (at most
-  :data:`EARLY_SHARE` of the test dates fall before the training dates' 95th percentile): the
-  latest ``fraction`` of the training rows are hidden, so hidden rows follow the rest in time
-  like the test's;
+* **time** (checked first: each day of a date column is also a "group" of unseen values) — by a
+  date column whose test range follows the training range (at most :data:`EARLY_SHARE` of the
+  test dates fall before the training dates' 95th percentile): the latest ``fraction`` of the
+  training rows are hidden, so hidden rows follow the rest in time like the test's;
+* **group** — by a column (not a date column) whose values the test rows (nearly) never share
+  with training rows (at most :data:`UNSEEN_SHARE` of the test rows with a value have one the
+  training table holds) while training rows repeat them (at least :data:`REPEAT_SHARE` of the
+  training rows share their value with another): a patient, a session, a user. Whole groups
+  are hidden (``GroupShuffleSplit``), so hidden groups are unseen like the test's;
 * **random** — otherwise, as MLE-bench's own split draws its test rows (stratified on the label
   for classification).
 
-``search.hidden_group_column`` names the group column itself (no detection); a built-in declares
+``search.hidden_group_column`` names the group column itself and ``search.hidden_time_column``
+the date column (no detection); a built-in declares
 its relation (:attr:`swarm_evo.competition.builtins.BuiltinSpec.hidden_relation`). The run logs
 the relation and why in one line (:func:`swarm_evo.competition.hidden_split.write_split`), and
 the split's record keeps it.
