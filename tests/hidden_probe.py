@@ -179,3 +179,19 @@ def probe_auc(competition, run_dir: Path, seeds: tuple[int, ...] = (0, 1, 2), fr
         labels.append(is_hidden)
     truth = np.concatenate(labels)
     return max(float(roc_auc_score(truth, np.concatenate(s))) for s in scores.values())
+
+
+if __name__ == "__main__":  # python tests/hidden_probe.py: the AUC per built-in (docs/mle-bench.md)
+    import sys
+    import tempfile
+
+    from swarm_evo.competition import load_competition, prepare_competition
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    root = Path(tempfile.mkdtemp())
+    for cid in sys.argv[1:] or ("spaceship-titanic", "house-prices", "spooky-author-identification",
+                                 "sklearn-breast-cancer", "sklearn-diabetes", "sklearn-wine", "sklearn-digits",
+                                 "sklearn-digits-images"):
+        prepare_competition(cid, None if cid.startswith("sklearn") else shared / cid / "raw", root)
+        seeds = (0, 1, 2)
+        print(f"{cid}: AUC {probe_auc(load_competition(cid, root), root / 'runs' / cid, seeds=seeds):.3f}", flush=True)

@@ -158,11 +158,12 @@ def chosen_relation(competition_id: str, train: pd.DataFrame, test: pd.DataFrame
         if time_column not in train.columns or as_dates(train[time_column]) is None:
             raise HiddenSplitError(f"time column {time_column!r} is not a column of the training table holding dates "
                                    f"(2021-03-04, 2021/3/4 10:00; columns: {list(train.columns)[:12]})")
-        return SplitRelation("time", time_column, f"by time on {time_column!r} (named by the caller); the latest "
-                                                  "training rows are hidden")
+        return SplitRelation("time", time_column, f"by time on {time_column!r} (named by search.hidden_time_column "
+                                                  "or by the split this run began with); the latest training rows are "
+                                                  "hidden")
     if group_column is not None:
-        return SplitRelation("group", group_column, f"grouped by {group_column!r} (search.hidden_group_column); "
-                                                    "whole groups are hidden")
+        return SplitRelation("group", group_column, f"grouped by {group_column!r} (named by search.hidden_group_column "
+                                                    "or by the split this run began with); whole groups are hidden")
     spec = BUILTIN_COMPETITIONS.get(competition_id)
     if spec is not None:
         if spec.hidden_relation_column is not None and spec.hidden_relation_column not in train.columns:
