@@ -118,9 +118,10 @@ def _env(tmp_path: Path, api_url: str | None) -> dict:
 
 
 def _launch(tmp_path: Path, api_url: str | None, kind: str, nth: int, args: list[str],
-            random_kill: random.Random | None = None) -> int:
+            random_kill: random.Random | None = None, during=None) -> int:
     """Run the launcher; with ``random_kill``, SIGKILL it from outside at a random moment
-    (0-3 s) after its first new journal node, i.e. somewhere in the middle of a step."""
+    (0-3 s) after its first new journal node, i.e. somewhere in the middle of a step; ``during``
+    is called with its pid at that node (the run still going)."""
     cmd = [sys.executable, str(LAUNCHER), kind, str(nth), "--", *args]
     run_dir = Path(args[-1]) if args[0] == "resume" else Path(args[args.index("--run-dir") + 1])
     before = len(_journal_ids(run_dir)) if (run_dir / "journal.json").exists() else 0
@@ -128,9 +129,12 @@ def _launch(tmp_path: Path, api_url: str | None, kind: str, nth: int, args: list
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(cmd, env=_env(tmp_path, api_url), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
-        if random_kill is not None:
+        if random_kill is not None or during is not None:
             while proc.poll() is None and len(_journal_ids(run_dir)) <= before:
                 time.sleep(0.2)
+        if during is not None:
+            during(proc.pid)
+        if random_kill is not None:
             time.sleep(random_kill.uniform(0.0, 3.0))
             proc.send_signal(signal.SIGKILL)
         try:
@@ -186,8 +190,24 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
             assert list(run_dir.glob(".journal.json.*.tmp")), "the kill hit the journal write"
         if code != -signal.SIGKILL:
             break  # the run finished before the random kill
-    code = _launch(tmp_path, prefect_api_url, "none", 0, resume)
+    second: list[tuple[int, int, str]] = []
+
+    def second_opener(pid: int) -> None:  # one process per run directory (issue 53, item 2)
+        import contextlib
+        import io
+
+        from swarm_evo.cli.commands import main
+
+        err = io.StringIO()
+        with contextlib.chdir(tmp_path), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(resume)  # this process (the test's) is not the run's: refused at once
+        second.append((pid, code, err.getvalue()))
+
+    code = _launch(tmp_path, prefect_api_url, "none", 0, resume, during=second_opener)
     assert code == 0, (tmp_path / "log.txt").read_text()[-4000:]
+    pid, code, err = second[0]
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"swarm-evo: error: {run_dir} is open in another process (pid {pid} on host "), err
 
     ids = _journal_ids(run_dir)
     assert len(ids) == BUDGET, "the final node count equals the budget"
