@@ -8,7 +8,6 @@ A table whose test dates follow the training dates is split by time.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +72,7 @@ def _rmse(truth, guess) -> float:
     return float(np.sqrt(np.mean((np.asarray(truth, float) - np.asarray(guess, float)) ** 2)))
 
 
-def test_unseen_patients_are_hidden_whole_and_the_leak_does_not_win(tmp_path, caplog):
+def test_unseen_patients_are_hidden_whole_and_the_leak_does_not_win(tmp_path):
     competition, train = _patients(tmp_path)
     layout = hidden_layout(competition)
     # the premise: rows drawn at random, the patient encoding wins on them (the leak rewarded)
@@ -81,11 +80,12 @@ def test_unseen_patients_are_hidden_whole_and_the_leak_does_not_win(tmp_path, ca
     held, rest = train.iloc[random_rows], train.drop(train.index[random_rows])
     assert _rmse(held["y"], _leaky(rest, held)) < _rmse(held["y"], _honest(rest, held)) - 0.2
 
-    with caplog.at_level(logging.INFO, logger="swarm_evo.competition.hidden_split"):
-        split = write_split(competition, tmp_path / "run" / SPLIT_DIR, 0, 0.15)
-    assert split.relation == "group" and split.group_column == "patient" and split.record()["relation"] == "group"
-    line = next(r.getMessage() for r in caplog.records if "hidden split of rel" in r.getMessage())
-    assert "grouped by 'patient'" in line and "0% of the test rows" in line and "\n" not in line
+    objective, info = CompetitionObjective(competition), {}
+    assert apply_fitness(objective, RunConfig().search, 0, tmp_path / "run", info) == "hidden"
+    split = objective.hidden.split
+    assert split.relation == "group" and split.group_column == "patient" and info["hidden_split"]["relation"] == "group"
+    line = info["fitness"]["why"]  # the one line the run logs at start
+    assert "drawn grouped by 'patient'" in line and "0% of the test rows" in line and "\n" not in line, line
     view_train = read_table(split.view_dir / "train.csv")
     view_test = read_table(split.view_dir / "test.csv")
     hidden_patients = set(train[train["id"].astype(str).isin(split.fresh_ids)]["patient"])

@@ -20,9 +20,9 @@ for an honest model, with the same private score (0.850) for both. So the split 
 
 ``search.hidden_group_column`` names the group column itself and ``search.hidden_time_column``
 the date column (no detection); a built-in declares
-its relation (:attr:`swarm_evo.competition.builtins.BuiltinSpec.hidden_relation`). The run logs
-the relation and why in one line (:func:`swarm_evo.competition.hidden_split.write_split`), and
-the split's record keeps it.
+its relation (:attr:`swarm_evo.competition.builtins.BuiltinSpec.hidden_relation`). The split's
+record keeps the relation and why (``relation_why``), and the run's one fitness line at start
+says them (:func:`swarm_evo.objective.fitness.apply_fitness`).
 """
 
 from __future__ import annotations
@@ -169,6 +169,8 @@ def chosen_relation(competition_id: str, train: pd.DataFrame, test: pd.DataFrame
         if spec.hidden_relation_column is not None and spec.hidden_relation_column not in train.columns:
             raise HiddenSplitError(f"built-in {competition_id} declares a {spec.hidden_relation} split on "
                                    f"{spec.hidden_relation_column!r}, a column its training table lacks")
-        return SplitRelation(spec.hidden_relation, spec.hidden_relation_column, (
-            f"{spec.hidden_relation} ({spec.hidden_relation_why}; declared for the built-in)"))
+        kind = {"random": "at random", "group": "grouped", "time": "by time"}[spec.hidden_relation]
+        on = f" on {spec.hidden_relation_column!r}" if spec.hidden_relation_column else ""
+        return SplitRelation(spec.hidden_relation, spec.hidden_relation_column,
+                             f"{kind}{on} ({spec.hidden_relation_why}; declared for the built-in)")
     return detect_relation(train, test, layout)

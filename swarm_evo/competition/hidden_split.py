@@ -243,7 +243,8 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     The rows are drawn as the competition's test rows were (issue 53, item 7:
     :func:`~swarm_evo.competition.hidden_relation.chosen_relation`): whole groups of
     ``group_column``, the latest by ``time_column`` (a date column), else what the built-in
-    declares or the tables show; the relation and why are logged in one line.
+    declares or the tables show; the split records the relation and why (``relation_why``, which
+    the run's fitness line shows: :func:`swarm_evo.objective.fitness.apply_fitness`).
 
     Raises:
         HiddenSplitUnavailable: see :func:`~swarm_evo.competition.hidden_layout.hidden_layout`; also
@@ -259,7 +260,7 @@ def write_split(competition: Competition, root: Path, seed: int, fraction: float
     id_col = layout.id_column
     public_test = read_table(public / layout.test_file) if layout.test_file is not None else None
     relation = chosen_relation(competition.id, train, public_test, layout, group_column, time_column)
-    log.info("hidden split of %s: %s", competition.id, relation.why)
+    log.debug("hidden split of %s: %s", competition.id, relation.why)  # the run's fitness line says it
     group_column = relation.column if relation.kind == "group" else None
     time_column = relation.column if relation.kind == "time" else None
     hidden_pos, stratified = choose_hidden_rows(train, layout, fraction, seed, group_column, time_column)

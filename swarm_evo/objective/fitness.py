@@ -110,6 +110,8 @@ def apply_fitness(objective: Objective, search: SearchConfig, seed: int, run_dir
         else:
             info[SPLIT_KEY] = split.record()
             why = f"{why}: {split.rows} hidden rows of {split.train_rows}" + (" (stratified)" if split.stratified else "")
+            if split.relation_why:  # issue 53, item 7: which relation the split mirrors, and why
+                why = f"{why}, drawn {split.relation_why}"
     info[FITNESS_KEY] = {"source": source, "why": why}
     (log.warning if source == "printed" and search.fitness != "printed" else log.info)("fitness: %s", why)
     return source
