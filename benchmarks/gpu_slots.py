@@ -7,7 +7,7 @@ Run it on the GPU machine, with the interpreter that holds torch as the programs
 
 It builds the sandbox a run builds (:func:`swarm_evo.sandbox.factory.make_sandbox`, ``sandbox.backend:
 local``, ``sandbox.gpus: GPUS``, ``sandbox.slots_per_gpu: SLOTS``) and starts as many executions at
-once as the run has slots (:func:`swarm_evo.sandbox.gpus.execution_slots`; with the defaults, one
+once as the run has slots (:func:`swarm_evo.sandbox.gpu_slots.execution_slots`; with the defaults, one
 GPU and two slots: two executions that share it). Each program prints its ``CUDA_VISIBLE_DEVICES``,
 the ``/dev/nvidia*`` nodes it sees, ``torch.cuda.device_count()`` and its device's name, then holds
 ``--mib`` MiB on the GPU and multiplies matrices for ``--seconds``. Meanwhile the host samples
@@ -39,8 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from swarm_evo.config import RunConfig  # noqa: E402
-from swarm_evo.sandbox.factory import make_sandbox  # noqa: E402
-from swarm_evo.sandbox.gpus import execution_slots  # noqa: E402
+from swarm_evo.sandbox.factory import make_sandbox
+from swarm_evo.sandbox.gpu_slots import execution_slots
 
 PROGRAM = r'''
 import glob, json, os, subprocess, sys, time

@@ -3,8 +3,10 @@
 Before issue 52 a run executed its steps in epochs: ``steps_per_epoch`` step subflows, at most
 ``parallel_workers`` at once, then a wait for **all** of them before the node table, the agent
 evolution and the next epoch; the slowest program of every epoch ran alone while the other
-slots waited. :class:`StepScheduler` keeps ``search.parallel_workers`` step subflows in flight
-(its *lanes*) for the whole run:
+slots waited. :class:`StepScheduler` keeps one step subflow in flight per *lane* for the whole
+run; the lanes are ``search.parallel_workers``, or the run's GPU slots when it is given GPUs
+(device groups × ``sandbox.slots_per_gpu``: :func:`swarm_evo.sandbox.factory.execution_workers`;
+each execution takes its device group from the sandbox's allocator):
 
 * **No barrier.** When a step ends, its lane takes the next step at once, while budget, time,
   cost and the phase's rule allow (:meth:`StepScheduler.run`); each step still reserves its
@@ -39,9 +41,11 @@ from prefect import get_run_logger
 
 from flows._subflow import subflow_context
 from swarm_evo.run.session import get_session
+from swarm_evo.sandbox.gpu_slots import execution_workers
 from swarm_evo.step import limits
 from tasks.agents import evolve_agents
 from tasks.artifacts import publish_node_table
+from tasks.persist import DEAD
 
 CRASHED = object()
 """What a step's future returns when its subflow raised (its budget slot went back)."""
@@ -62,7 +66,8 @@ def epoch_of(nodes: int, steps_per_epoch: int) -> int:
 
 
 class StepScheduler:
-    """The run's lanes: at most ``search.parallel_workers`` step subflows at once, each started
+    """The run's lanes: at most one step subflow per lane at once (``search.parallel_workers``, or
+    the GPU slots), each started
     the moment a lane is free (module docstring). Not for use from two flows at the same time.
 
     Args:
@@ -73,7 +78,7 @@ class StepScheduler:
         self.run_dir = run_dir
         self.session = get_session(run_dir)
         search = self.session.config.search
-        self.workers = max(1, search.parallel_workers)
+        self.workers = max(1, execution_workers(self.session.config))  # GPU slots when sandbox.gpus is given
         self.steps_per_epoch = max(1, search.steps_per_epoch)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="step")
         self._epoch_end = ThreadPoolExecutor(max_workers=1, thread_name_prefix="epoch-end")
@@ -154,7 +159,10 @@ class StepScheduler:
     def _one_step(self, step_flow: Callable, slot: int, epoch: int, lane: int):
         try:
             with subflow_context(self.session.config.search.subflow_heartbeats):
-                return step_flow(run_dir=self.run_dir, slot=slot, epoch=epoch, lane=lane)
+                state = step_flow(run_dir=self.run_dir, slot=slot, epoch=epoch, lane=lane, return_state=True)
+            if state.is_failed() and state.name == DEAD:  # a dead node: the step did its work (issue 54, item 2)
+                return state.result(raise_on_failure=False)
+            return state.result()  # raises what crashed the step
         except Exception:
             get_run_logger().exception("step in slot %s crashed; its slot goes back to the budget", slot)
             try:

@@ -6,7 +6,7 @@ import time
 from typing import Callable
 
 from prefect import get_run_logger
-from prefect.states import Completed, State
+from prefect.states import Failed, State
 
 from flows._subflow import subflow_context
 from flows.debug_attempt import debug_attempt, generation_failed
@@ -19,7 +19,7 @@ from swarm_evo.step.request import OperationRequest, release_request
 from tasks.artifacts import update_progress
 from tasks.execute import execute
 from tasks.generate import generate
-from tasks.persist import append_node
+from tasks.persist import DEAD, append_node
 from tasks.review import review_or_facts
 
 
@@ -29,8 +29,9 @@ def _outcome(node: Node) -> dict | State:
     its last output) and a ``dead-step<n>`` task run that ends Failed (``Dead``) with that text
     as its message, so the death shows in a failure colour in the Prefect UI (issue 54, item 2).
 
-    The step run itself stays Completed-type (``Completed(name="Dead")``): its caller (the step
-    scheduler) calls it without ``return_state=True``, and a Failed step would raise there.
+    The step run itself ends ``Failed(name="Dead")`` too, its data the summary: the scheduler
+    calls it with ``return_state=True`` and takes a Dead state's data as the step's outcome
+    (``flows/_scheduler.py``), so the phase flow and the run still complete.
     """
     summary = {
         "node_id": node.id,
@@ -47,8 +48,8 @@ def _outcome(node: Node) -> dict | State:
         dead = dead_state(node)
         get_run_logger().warning("step %s %s: node %s %s", node.step, node.operation, node.id[:8], dead.message)
         mark_dead(node.id, node.step, dead.message, return_state=True)
-        # A named final state marks the dead node without failing the parent flow.
-        return Completed(name="Dead", message=dead.message.splitlines()[0][:500], data=summary)
+        # A named failed state marks the dead node; the scheduler takes it with return_state=True.
+        return Failed(name=DEAD, message=dead.message.splitlines()[0][:500], data=summary)
     return summary
 
 

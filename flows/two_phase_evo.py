@@ -123,7 +123,8 @@ def two_phase_evo(
             sweep on a deployment sends, since the workers need not see the sweep's files.
         executor: sandbox backend, ``local`` or ``docker`` (``sandbox.backend``).
         image: Docker sandbox image (``sandbox.image``).
-        gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``; docker only).
+        gpus: ``none``, ``all``, a count or device ids (``sandbox.gpus``, local and docker): each GPU
+            a device group, the run's lanes its GPU slots (``sandbox.slots_per_gpu`` per GPU).
         python: interpreter or virtual environment that runs programs on the local backend
             (``sandbox.python``; default: the program environment ``swarm-evo env build`` made).
         llm_block, sandbox_block: names of saved LLMSettings / SandboxSettings blocks.

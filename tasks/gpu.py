@@ -1,7 +1,7 @@
 """GPU sharing task: the global concurrency limit that serialises shared-GPU executions (SPEC §10).
 
 Device groups (``sandbox.gpus``, ``sandbox.slots_per_gpu``) are handed out by the sandbox itself
-(:class:`swarm_evo.sandbox.gpus.DeviceAllocator`, issue 52); a host-wide limit is needed only
+(:class:`swarm_evo.sandbox.gpu_slots.DeviceAllocator`, issue 52); a host-wide limit is needed only
 when the GPUs are the Docker host's choice (``all``/N with no GPU visible from the run's
 machine: ``sandbox.gpu_limit`` names it), held around each execution by ``tasks/execute.py``.
 """

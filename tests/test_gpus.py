@@ -18,22 +18,11 @@ from pathlib import Path
 import pytest
 
 from swarm_evo.config import ConfigError, RunConfig
+from swarm_evo.sandbox import gpu_slots as gpu_slots_mod
 from swarm_evo.sandbox import gpus as gpus_mod
 from swarm_evo.sandbox.base import SandboxUnavailableError
-from swarm_evo.sandbox.gpus import (
-    CONTROL_NODES,
-    DeviceAllocator,
-    DeviceGroup,
-    Gpu,
-    default_limit_name,
-    describe_spec,
-    device_groups,
-    device_request,
-    discover_gpus,
-    execution_slots,
-    parse_gpus,
-    shared_allocator,
-)
+from swarm_evo.sandbox.gpus import CONTROL_NODES, Gpu, default_limit_name, describe_spec, discover_gpus, parse_gpus
+from swarm_evo.sandbox.gpu_slots import DeviceAllocator, DeviceGroup, device_groups, device_request, execution_slots, shared_allocator
 from swarm_evo.sandbox.local import LocalSandbox
 from swarm_evo.sandbox.supervisor_root import device_nodes, hidden_gpu_dirs
 
@@ -352,9 +341,10 @@ def test_a_real_unconfined_execution_gets_the_hosts_indices_or_no_gpu(tmp_path, 
 
 
 def test_the_factory_gives_the_local_backend_its_groups(monkeypatch):
-    from swarm_evo.sandbox.factory import execution_workers, make_sandbox
+    from swarm_evo.sandbox.factory import make_sandbox
+    from swarm_evo.sandbox.gpu_slots import execution_workers
 
-    monkeypatch.setattr(gpus_mod, "host_gpus", four_gpus)
+    monkeypatch.setattr(gpu_slots_mod, "host_gpus", four_gpus)
     config = _config(gpus=2, slots_per_gpu=2).with_overrides({"sandbox.preload": []})
     assert execution_workers(config) == 4 and execution_workers(RunConfig()) == RunConfig().search.parallel_workers
     sandbox = make_sandbox(config)

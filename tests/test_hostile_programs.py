@@ -11,7 +11,7 @@ node, a canary file outside it and the public data must be byte-identical afterw
 
 Plus: the run process itself SIGKILLed while a program runs. Local: the program tree dies
 with it (PID namespace / parent-death signals). Docker: the container survives (no
-``finally``) and :func:`~swarm_evo.sandbox.docker_sandbox.remove_stray_containers` removes it.
+``finally``) and :func:`~swarm_evo.sandbox.docker_leftovers.remove_stray_containers` removes it.
 
 The Docker cases use the session's ``docker_client`` fixture (tests/conftest.py): like every
 Docker test they fail, never skip, when no engine answers or the sandbox image is missing
@@ -35,11 +35,8 @@ import psutil
 import pytest
 
 from swarm_evo.sandbox import DockerSandbox, ExecutionResult, LocalSandbox
-from swarm_evo.sandbox.docker_sandbox import (
-    LABEL,
-    WORKDIR_LABEL,
-    remove_stray_containers,
-)
+from swarm_evo.sandbox.docker_leftovers import remove_stray_containers
+from swarm_evo.sandbox.docker_sandbox import LABEL, WORKDIR_LABEL
 
 HOSTILE = Path(__file__).with_name("hostile")
 TIMEOUT = 5.0

@@ -19,7 +19,8 @@ from swarm_evo.sandbox.base import (
 from swarm_evo.sandbox.docker_sandbox import DEFAULT_IMAGE, DockerSandbox
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import classify_failure
-from swarm_evo.sandbox.gpus import DeviceAllocator, GpuSpec, parse_gpus
+from swarm_evo.sandbox.gpus import GpuSpec, parse_gpus
+from swarm_evo.sandbox.gpu_slots import DeviceAllocator
 from swarm_evo.sandbox.local import LocalSandbox
 from swarm_evo.sandbox.output import read_bounded
 from swarm_evo.sandbox.runtime import RuntimeInfo, RuntimeProbeError, describe_runtime

@@ -49,13 +49,13 @@ class Backend:
 
 def _slots(config: "RunConfig") -> int:
     """Executions at once: the GPU slots when GPUs are given, else ``search.parallel_workers``."""
-    from swarm_evo.sandbox.factory import execution_workers
+    from swarm_evo.sandbox.gpu_slots import execution_workers
 
     return execution_workers(config)
 
 
 def _local(config: "RunConfig", threads: int) -> Sandbox:
-    from swarm_evo.sandbox.gpus import config_spec
+    from swarm_evo.sandbox.gpu_slots import config_spec
     from swarm_evo.sandbox.local import LocalSandbox
     from swarm_evo.sandbox.program_env import resolve_program_python
 
@@ -71,7 +71,7 @@ def _local(config: "RunConfig", threads: int) -> Sandbox:
 
 def _docker(config: "RunConfig", threads: int) -> Sandbox:
     from swarm_evo.sandbox.docker_sandbox import DockerSandbox
-    from swarm_evo.sandbox.gpus import config_spec
+    from swarm_evo.sandbox.gpu_slots import config_spec
 
     cfg = config.sandbox
     return DockerSandbox(
@@ -83,7 +83,7 @@ def _docker(config: "RunConfig", threads: int) -> Sandbox:
 
 
 def _docker_leftovers(run_dir: Path) -> list[str]:
-    from swarm_evo.sandbox.docker_sandbox import remove_stray_containers
+    from swarm_evo.sandbox.docker_leftovers import remove_stray_containers
 
     return remove_stray_containers(run_dir)
 

@@ -29,7 +29,7 @@ classified by the same :func:`~swarm_evo.sandbox.failure.classify_failure` (exit
 
 Every container carries :data:`LABEL` (the node directory's name) and :data:`WORKDIR_LABEL`
 (its absolute path): a run process that is SIGKILLed mid-execution never reaches its
-``finally``, and :func:`remove_stray_containers` removes what it left on resume.
+``finally``, and :func:`~swarm_evo.sandbox.docker_leftovers.remove_stray_containers` removes what it left on resume.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, DiskWatcher, cla
 from swarm_evo.sandbox.docker_streams import ContainerInit, attach_streams, logs_capture
 from swarm_evo.sandbox.env_scrub import scrub_env
 from swarm_evo.sandbox.failure import result_from_captures
-from swarm_evo.sandbox.gpus import (NVIDIA_FIX, DeviceGroup, GpuSpec, Gpu, as_groups, default_limit_name,
-    shared_allocator)
+from swarm_evo.sandbox.gpus import NVIDIA_FIX, GpuSpec, default_limit_name
+from swarm_evo.sandbox.gpu_slots import DeviceGroup, as_group, as_groups, shared_allocator
 from swarm_evo.sandbox.output import OutputCapture
 from swarm_evo.sandbox.workdir import (
     hand_over_workdir,
@@ -81,12 +81,12 @@ inherited by every container of the image, including ``docker build`` steps.)"""
 
 WORKDIR_LABEL = "org.swarm-evo.workdir"
 """Label on every container of this backend: the absolute path of its node directory
-(:func:`remove_stray_containers` selects by it)."""
+(:func:`~swarm_evo.sandbox.docker_leftovers.remove_stray_containers` selects by it)."""
 
 NOBODY = f"{NOBODY_UID}:{NOBODY_GID}"
 """User of the program when the orchestrator runs as root (``nobody:nogroup``)."""
 
-__all__ = ["DEFAULT_IMAGE", "LABEL", "WORKDIR_LABEL", "DockerSandbox", "host_memory_mb", "remove_stray_containers"]
+__all__ = ["DEFAULT_IMAGE", "LABEL", "WORKDIR_LABEL", "DockerSandbox", "host_memory_mb"]
 
 BUILD_HINT = "build it with `bash deployments/build-sandbox-image-offline.sh {image}` (no registry needed) " \
     "or `docker build -f deployments/sandbox.Dockerfile -t {image} deployments`"
@@ -112,7 +112,7 @@ class DockerSandbox:
         tmp_size_mb: size of the ``/tmp`` tmpfs (counts against the memory limit).
         gpus: a GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`'s forms; ``all``/N are the
             GPUs found on this machine, taken to be the Docker host) or device groups already
-            formed (:func:`~swarm_evo.sandbox.gpus.device_groups`).
+            formed (:func:`~swarm_evo.sandbox.gpu_slots.device_groups`).
         slots_per_gpu: containers that share one device group at once (``sandbox.slots_per_gpu``).
         parallel_workers: executions at once, for the default memory and CPU limits.
         num_threads: BLAS/OpenMP threads exported to the program.
@@ -202,7 +202,7 @@ class DockerSandbox:
     def gpu_limit(self) -> str | None:
         """Global concurrency limit to hold around an execution, or None: only when the GPUs are
         Docker's choice (``all``/N and no GPU visible from here: one group shared by every
-        container of the Docker host, :attr:`~swarm_evo.sandbox.gpus.DeviceGroup.whole`)."""
+        container of the Docker host, :attr:`~swarm_evo.sandbox.gpu_slots.DeviceGroup.whole`)."""
         return default_limit_name() if any(g.whole is not None for g in self.gpu_groups) else None
 
     def user(self) -> str:
@@ -220,7 +220,7 @@ class DockerSandbox:
         """Arguments of ``client.containers.create`` for one execution (see module docstring);
         ``gpus``: its device group (a spec is taken as one group), or None."""
         docker = _docker()
-        gpus = _group(gpus)
+        gpus = as_group(gpus)
         mounts = [
             docker.types.Mount(CONTAINER_WORKDIR, str(workdir), type="bind"),
             docker.types.Mount(
@@ -339,7 +339,7 @@ class DockerSandbox:
                 text = str(exc)
                 if gpus is not None and ("device driver" in text or "nvidia" in text.lower() or "gpu" in text.lower()):
                     raise SandboxUnavailableError(
-                        f"the Docker host cannot give containers GPUs ({_group(gpus).describe()} requested; "
+                        f"the Docker host cannot give containers GPUs ({as_group(gpus).describe()} requested; "
                         f"daemon said: {exc.explanation or text}): {NVIDIA_FIX}"
                     ) from None
                 raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
@@ -381,43 +381,3 @@ class DockerSandbox:
             owner=owner,
         )
         return classify_disk_limit(result, self.disk_limit_mb, watcher, deadline=start + float(timeout))
-
-
-def _group(gpus: DeviceGroup | GpuSpec) -> DeviceGroup | None:
-    """A device group from a group or a spec (``all``/N: Docker's choice; ids: one group of them)."""
-    if gpus is None or isinstance(gpus, DeviceGroup):
-        return gpus
-    if gpus == "all" or isinstance(gpus, int):
-        return DeviceGroup((), whole=gpus)
-    return DeviceGroup(tuple(Gpu(name) for name in gpus))
-
-
-def remove_stray_containers(under: Path, client=None) -> list[str]:
-    """Force-remove this backend's containers whose node directory lies under ``under``.
-
-    A run process SIGKILLed during an execution leaves its container running (its ``finally``
-    never ran); call this when the run is resumed, with the run directory. Containers are
-    selected by :data:`WORKDIR_LABEL` (absolute path, compared after resolving ``under``).
-
-    Returns:
-        The names of the containers removed (possibly empty).
-
-    Raises:
-        SandboxUnavailableError: no Docker daemon answers (only when ``client`` is None).
-    """
-    docker = _docker()
-    if client is None:
-        try:
-            client = docker.from_env()
-            client.ping()
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailableError(f"cannot reach the Docker daemon ({exc})") from None
-    root = Path(under).resolve()
-    removed = []
-    for container in client.containers.list(all=True, filters={"label": WORKDIR_LABEL}):
-        path = Path(container.labels.get(WORKDIR_LABEL) or "/nonexistent-workdir-label")
-        if path == root or root in path.parents:
-            with suppress(docker.errors.NotFound):
-                container.remove(force=True, v=True)
-                removed.append(container.name)
-    return removed

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from swarm_evo.sandbox import backends
 from swarm_evo.sandbox.base import Sandbox
+from swarm_evo.sandbox.gpu_slots import execution_workers
 
 if TYPE_CHECKING:
     from swarm_evo.config import RunConfig
@@ -22,25 +23,12 @@ _warned_network: set[str] = set()
 
 def threads_per_execution(parallel_workers: int) -> int:
     """OpenMP/BLAS threads per program: the cores shared by the parallel executions (the run's
-    execution slots: :func:`execution_workers`).
+    execution slots: :func:`~swarm_evo.sandbox.gpu_slots.execution_workers`).
 
     Measured here (2 cores): two HistGradientBoosting programs with 2 OpenMP threads each ran
     for over 10 minutes without finishing; with 1 thread each they took 5.6 s.
     """
     return max(1, (os.cpu_count() or 1) // max(1, parallel_workers))
-
-
-def execution_workers(config: RunConfig) -> int:
-    """Executions a run makes at once: its GPU slots when it is given GPUs (device groups x
-    ``sandbox.slots_per_gpu``, :func:`swarm_evo.sandbox.gpus.execution_slots`), else
-    ``search.parallel_workers``.
-
-    Raises:
-        SandboxUnavailableError: the GPUs given are not on this host (names the fix).
-    """
-    from swarm_evo.sandbox.gpus import execution_slots
-
-    return execution_slots(config) or config.search.parallel_workers
 
 
 def make_sandbox(config: RunConfig) -> Sandbox:
@@ -51,8 +39,8 @@ def make_sandbox(config: RunConfig) -> Sandbox:
     ``sandbox.allow_unconfined`` (:func:`swarm_evo.sandbox.confinement.cannot_confine`).
 
     With ``sandbox.gpus`` the sandbox owns the run's device groups: each ``execute`` holds one
-    (:class:`swarm_evo.sandbox.gpus.DeviceAllocator`) for its duration, so the caller only runs
-    at most :func:`execution_workers` executions at once; threads and the default memory limit
+    (:class:`swarm_evo.sandbox.gpu_slots.DeviceAllocator`) for its duration, so the caller only runs
+    at most :func:`~swarm_evo.sandbox.gpu_slots.execution_workers` executions at once; threads and the default memory limit
     are shared out among those.
 
     Raises:

@@ -39,7 +39,7 @@ started outlives it:
 * **Environment.** Scrubbed of secrets (:func:`~swarm_evo.sandbox.env_scrub.scrub_env`).
 * **GPUs** (issue 52). Without ``gpus`` a program's ``/dev`` holds no ``/dev/nvidia*`` node (and,
   unconfined, ``CUDA_VISIBLE_DEVICES`` is empty). With ``gpus`` each execution holds one device
-  group of the sandbox's :class:`~swarm_evo.sandbox.gpus.DeviceAllocator` (``slots_per_gpu``
+  group of the sandbox's :class:`~swarm_evo.sandbox.gpu_slots.DeviceAllocator` (``slots_per_gpu``
   executions share a group): ``CUDA_VISIBLE_DEVICES`` names it and only its
   ``/dev/nvidia<N>`` nodes and the control nodes are bound into the program's root. GPU memory
   is not bounded: executions sharing a GPU share its memory.
@@ -74,7 +74,8 @@ from swarm_evo.sandbox.base import (
 )
 from swarm_evo.sandbox.confinement import describe_local, local_mode
 from swarm_evo.sandbox.env_scrub import scrub_env
-from swarm_evo.sandbox.gpus import DeviceGroup, GpuSpec, as_groups, shared_allocator
+from swarm_evo.sandbox.gpus import GpuSpec
+from swarm_evo.sandbox.gpu_slots import DeviceGroup, as_groups, shared_allocator
 from swarm_evo.sandbox.failure import result_from_captures
 from swarm_evo.sandbox.process_runner import run_supervised
 from swarm_evo.sandbox.workdir import (
@@ -175,7 +176,7 @@ class LocalSandbox:
             them; other programs, and every program when empty, start a new interpreter. Only
             for the default :meth:`command`.
         gpus: a GPU spec (:func:`~swarm_evo.sandbox.gpus.parse_gpus`'s forms: the host's GPUs
-            discovered, :func:`~swarm_evo.sandbox.gpus.device_groups`) or device groups already
+            discovered, :func:`~swarm_evo.sandbox.gpu_slots.device_groups`) or device groups already
             formed; each execution gets one group (module docstring). None: no GPU.
         slots_per_gpu: executions that share one device group at once (``sandbox.slots_per_gpu``).
 
@@ -365,6 +366,6 @@ class LocalSandbox:
 
     def describe_confinement(self) -> str:
         """What programs see and reach, and how their memory is bounded (:func:`.confinement.describe_local`),
-        and their GPUs when the sandbox has device groups (:meth:`.gpus.DeviceAllocator.describe`)."""
+        and their GPUs when the sandbox has device groups (:meth:`.gpu_slots.DeviceAllocator.describe`)."""
         gpus = self.devices.describe()
         return describe_local(self) + (f"; {gpus}" if gpus else "")

@@ -191,7 +191,7 @@ def _collapse(paths) -> list[str]:
 def device_nodes(cfg: dict) -> list[str]:
     """The host device nodes bound into the program's ``/dev``: :data:`DEVICES` and the
     execution's ``gpu_devices`` (its GPUs' ``/dev/nvidia<N>``, ``nvidiactl``, ``nvidia-uvm``, ...;
-    :meth:`swarm_evo.sandbox.gpus.DeviceGroup.device_nodes`), those that exist on this host."""
+    :meth:`swarm_evo.sandbox.gpu_slots.DeviceGroup.device_nodes`), those that exist on this host."""
     wanted = [f"/dev/{d}" for d in DEVICES] + list(cfg.get("gpu_devices") or [])
     return [d for d in dict.fromkeys(wanted) if os.path.exists(d)]
 
