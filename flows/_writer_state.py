@@ -4,17 +4,22 @@ run's store location."""
 
 from __future__ import annotations
 
+import sys
 import uuid
 
 
 def flow_run_state(flow_run_id: str) -> str | None:
     """The state type (``"RUNNING"``, ``"CRASHED"``, ...) of flow run ``flow_run_id`` on the
-    configured Prefect API, or None when it cannot tell: no API configured (``PREFECT_API_URL``
-    unset: this process starts no server just to ask), an id that is not a flow run's, a run the
-    server does not know (another server's), or an API that does not answer. Never raises."""
+    configured Prefect API (``PREFECT_API_URL``, or the ephemeral API this process already runs:
+    flows/_ephemeral.py), or None when it cannot tell: no API (this process starts no server just
+    to ask), an id that is not a flow run's, a run the server does not know (another server's),
+    or an API that does not answer. Never raises."""
     from prefect.settings import PREFECT_API_URL
 
-    if not PREFECT_API_URL.value():
+    server = sys.modules.get("prefect.server.api.server")  # not imported: no ephemeral API runs here
+    ephemeral = server is not None and any(getattr(s, "running", False)
+                                           for s in server.SubprocessASGIServer._instances.values())
+    if not PREFECT_API_URL.value() and not ephemeral:
         return None
     try:
         run_id = uuid.UUID(str(flow_run_id))

@@ -244,6 +244,24 @@ def test_a_resume_on_s3_refuses_a_writer_that_wrote_just_now_unless_told_to_take
     assert check_writer(location, mine, writer_state=lambda run_id: "CRASHED").generation == 2
 
 
+def test_the_api_tells_a_live_writers_flow_run_from_an_ended_one(prefect_server):
+    """What the liveness check asks Prefect (flows/_writer_state.py): a flow run's own state while
+    it runs; None for a run the server does not know or an id that is not a flow run's."""
+    import uuid
+
+    from prefect import flow
+    from prefect.runtime import flow_run
+
+    from flows._writer_state import flow_run_state
+
+    @flow
+    def writer() -> str | None:
+        return flow_run_state(flow_run.get_id())
+
+    assert writer() == "RUNNING"
+    assert flow_run_state(str(uuid.uuid4())) is None and flow_run_state("b1e") is None
+
+
 # ------------------------------------------------------------------------------------ bad URLs
 @pytest.mark.slow  # SeaweedFS
 def test_an_s3_key_over_1024_bytes_is_skipped_and_the_journal_keeps_moving(tmp_path, seaweed, caplog):
