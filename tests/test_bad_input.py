@@ -375,3 +375,5 @@ def test_resuming_a_run_whose_writer_lives_names_it_and_take_over(data, tmp_path
                      f"{store}/runs/mine is being written by a process on host h (pid ?)",
                      "it last wrote the store ", " s ago", "--take-over")
     assert (store / "runs" / "mine" / "lease.json").read_bytes() == lease, "not taken over"
+    assert_bad_input(tmp_path, prefect_home, ["resume", f"file://{store}/runs/mine"],  # from the store: nothing fetched
+                     f"resume file://{store}/runs/mine is being written by a process on host h", "--take-over")

@@ -300,13 +300,15 @@ def _resume(args):
     """Everything ``swarm-evo resume`` does before its flow; returns the flow call (a callable)."""
     from swarm_evo.run.resume import read_run_info
     from swarm_evo.store import StoreError, resolve_run
-    from swarm_evo.store.run_lock import check_free
+    from swarm_evo.cli.store_option import check_stored_writer
     from swarm_evo.store.location import redact_url
+    from swarm_evo.store.run_lock import check_free
 
     _start_flow()
     from flows.run_config import resolve_config
 
     try:
+        check_stored_writer(args.run_dir, args.take_over)  # a live writer: refused before anything is fetched
         run_dir, run_store = resolve_run(args.run_dir)  # a run in a store is fetched into runs/<name>
     except StoreError as exc:
         given = redact_url(args.run_dir)

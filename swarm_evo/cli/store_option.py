@@ -92,3 +92,25 @@ def check_run_location(store, run_dir: Path, *, take_over: bool = False) -> None
     from swarm_evo.store.liveness import check_writer
 
     check_writer(location, new_owner(), take_over=take_over, writer_state=flow_run_state)
+
+
+def check_stored_writer(location: str, take_over: bool = False) -> None:
+    """Before ``resume STORE/runs/<name>`` fetches anything: the run's writer is not alive (issue 53,
+    item 3; :func:`swarm_evo.store.liveness.check_writer`), unless ``take_over``. No-op for a
+    local run directory (its store, if any, is checked by :func:`check_run_location`).
+
+    Raises:
+        WriterAliveError: one line naming the writer and ``--take-over``.
+        StoreError: the URL is not a run in a store, or the store cannot be read.
+    """
+    from swarm_evo.store.location import is_url
+
+    if take_over or not is_url(location):
+        return
+    from flows._writer_state import flow_run_state
+    from swarm_evo.store import open_store, split_run_url
+    from swarm_evo.store.lease import new_owner
+    from swarm_evo.store.liveness import check_writer
+
+    store_url, name = split_run_url(location)
+    check_writer(open_store(store_url).run(name), new_owner(), writer_state=flow_run_state)
