@@ -14,7 +14,7 @@ each execution takes its device group from the sandbox's allocator):
   every step: :meth:`swarm_evo.run.budget.Budget.reserve`, :func:`swarm_evo.step.limits.check_limits`).
 * **An epoch is a count of appended nodes**: epoch ``k`` ends when the journal reaches
   ``k · steps_per_epoch`` nodes, and a step belongs to the epoch current when it starts. What
-  happens at an epoch's end (the node table, the agent evolution when due) runs on a thread of
+  happens at an epoch's end (the node table, the lanes artifact, the agent evolution when due) runs on a thread of
   its own while the lanes go on; a step started meanwhile uses the agent texts current at its
   start (the node records ``metadata.agent_generation``). No agent evolution is run once no
   further step can start (it would pay for texts nobody uses).
@@ -44,7 +44,7 @@ from swarm_evo.run.session import get_session
 from swarm_evo.sandbox.gpu_slots import execution_workers
 from swarm_evo.step import limits
 from tasks.agents import evolve_agents
-from tasks.artifacts import publish_node_table
+from tasks.artifacts import publish_lanes, publish_node_table
 from tasks.persist import DEAD
 
 CRASHED = object()
@@ -198,6 +198,7 @@ class StepScheduler:
 
     def _epoch_end_work(self, epoch: int, evolve: bool) -> None:
         publish_node_table(self.run_dir)
+        publish_lanes(self.run_dir)
         if evolve:
             evolve_agents(self.run_dir, epoch)  # when due: every agents.evolution_interval global epochs
 

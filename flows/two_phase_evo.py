@@ -43,6 +43,7 @@ from swarm_evo.store import resolve_run
 from swarm_evo.store.lease import new_owner
 from tasks.artifacts import (
     publish_final_report,
+    publish_lanes,
     publish_node_table,
     publish_run_report,
     start_progress,
@@ -264,6 +265,7 @@ def _search(session, config, llm_block: str | None) -> dict:
     update_progress(key, final=True)  # the steps update it at most every PROGRESS_INTERVAL s
     best, grade = grade_best(key)
     publish_node_table(key)
+    publish_lanes(key)
     publish_run_report(key, write_run_report(key))
     summary = publish_final_report(key, grade)
     summary["run_dir"] = key

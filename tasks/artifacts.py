@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.population.node import Node
-from swarm_evo.reporting import charts, evolution_tree, node_page, operation_stats, run_report
+from swarm_evo.reporting import charts, evolution_tree, node_page, operation_stats, run_report, slot_timeline
 from swarm_evo.reporting import report as views
 from swarm_evo.run.session import get_session
 from swarm_evo.step import persistence
@@ -240,10 +240,14 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     summary["price_note"] = views.offline_price_note(session.config.model)
     pictures = write_run_pictures(run_dir)
     chart, tree = pictures.get("chart"), pictures.get("tree")
+    timeline = lanes_svg(run_dir)
+    if timeline is not None:
+        atomic_write_text(session.run_dir / slot_timeline.TIMELINE_FILE, timeline)
     markdown = views.final_report_markdown(
         summary,
         chart=chart.name if chart else None,
         tree_link=tree.name if tree else None,
+        timeline=slot_timeline.TIMELINE_FILE if timeline else None,
     )
     atomic_write_text(session.run_dir / "report.md", markdown)
     preview = None
@@ -256,6 +260,7 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
             chart=charts.png_data_uri(chart) if chart else None,
             tree_image=preview,
             tree_link=str(tree) if tree else None,
+            timeline=charts.svg_data_uri(timeline) if timeline else None,
         ),
         key=artifact_key(run_dir, "report"),
         description=f"Final report of {session.objective.id}",
@@ -269,6 +274,33 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
             "(open it in a browser; browsers do not follow file:// links from a web page, so copy the address)",
         )
     return summary
+
+
+def lanes_svg(run_dir: str) -> str | None:
+    """The run's slot timeline (:func:`swarm_evo.reporting.slot_timeline.timeline_svg`), None before
+    any node recorded its lane."""
+    nodes = get_session(run_dir).journal.nodes
+    report = slot_timeline.lanes_report(nodes)
+    if report is None:
+        return None
+    spans = [s for s in slot_timeline.step_spans(nodes) if s.lane is not None]
+    return slot_timeline.timeline_svg(spans, report["lanes"])
+
+
+@task(name="publish-lanes", **TASK_DEFAULTS)
+def publish_lanes(run_dir: str) -> None:
+    """The markdown artifact ``<run>-lanes``: the lanes' occupancy and the slot timeline so far
+    (issue 52, item 6), replaced at every epoch's end while the run goes (the scheduler's
+    epoch-end thread) and once more at its end: one artifact per run, bounded by the epochs."""
+    svg = lanes_svg(run_dir)
+    if svg is None:
+        return
+    report = slot_timeline.lanes_report(get_session(run_dir).journal.nodes)
+    create_markdown_artifact(
+        markdown="\n".join(["# Lanes", *slot_timeline.lanes_lines(report, charts.svg_data_uri(svg))[3:]]) + "\n",
+        key=artifact_key(run_dir, "lanes"),
+        description=f"Lanes of {get_session(run_dir).objective.id}: occupancy {report['occupancy']}",
+    )
 
 
 def phase2_text(start: int | None) -> str:

@@ -12,7 +12,8 @@ import pytest
 
 from factories import make_node
 from swarm_evo.competition import load_competition, prepare_competition
-from swarm_evo.competition.hidden_resolution import display_step, score_resolution, shown_fields, shown_score
+from swarm_evo.competition.hidden_resolution import score_resolution
+from swarm_evo.population.hidden_display import display_step, shown_fields, shown_score
 from swarm_evo.competition.hidden_split import SPLIT_DIR, write_split
 from swarm_evo.learning.evolution_log import log_change
 from swarm_evo.population.journal import Journal

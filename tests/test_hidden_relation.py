@@ -17,7 +17,8 @@ import pytest
 from swarm_evo.competition import load_competition
 from swarm_evo.competition.hidden_grading import HiddenGrader
 from swarm_evo.competition.hidden_layout import HiddenSplitError, hidden_layout, read_table
-from swarm_evo.competition.hidden_relation import as_dates, detect_relation
+from swarm_evo.competition.dates import as_dates
+from swarm_evo.competition.hidden_relation import detect_relation
 from swarm_evo.competition.hidden_split import SPLIT_DIR, choose_hidden_rows, write_split
 from swarm_evo.config import ConfigError, RunConfig
 from swarm_evo.objective.competition import SUBMISSION, CompetitionObjective

@@ -28,7 +28,8 @@ from conftest import SHARED_DATA
 from hidden_probe import probe_auc
 from swarm_evo.competition import load_competition, prepare_competition
 from swarm_evo.competition.builtins import BUILTIN_COMPETITIONS
-from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout, holds_id_table, read_table
+from swarm_evo.competition.hidden_layout import HiddenSplitUnavailable, hidden_layout, read_table
+from swarm_evo.competition.label_copies import holds_id_table
 from swarm_evo.competition.hidden_relation import detect_relation
 from swarm_evo.config import RunConfig
 from swarm_evo.objective.competition import CompetitionObjective

@@ -11,11 +11,8 @@ rounded to what the split can tell apart; the journal keeps the exact value
   answers (a model right on most rows: :func:`reference_submission`). At most
   :data:`RESOLUTION_ROWS` rows are resampled; the error is scaled to the split's rows by
   √(m/n).
-* :func:`display_step` — the largest 1, 2 or 5 × 10^k not above that error;
-  :func:`shown_score` rounds a score to it (0.81234 with an error of 0.0123 → 0.81).
-* :func:`shown_fields` — what a node's metadata keeps for the prompts (``hidden_shown``,
-  ``hidden_step``); :func:`shown_hidden` reads it back, the exact score for a node that has
-  none (a journal from before issue 53, or a split without a resolution).
+* What a prompt shows from it (the rounding, a node's ``hidden_shown``) is
+  :mod:`swarm_evo.population.hidden_display`, below every layer that renders prompts.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -100,38 +96,3 @@ def score_resolution(grader: Grader, answers: pd.DataFrame, id_column: str, targ
         return None
     error = float(np.std(finite, ddof=1)) * math.sqrt(m / n)
     return error if math.isfinite(error) and error > 0 else None
-
-
-def display_step(resolution: float) -> float:
-    """The largest 1, 2 or 5 × 10^k that is at most ``resolution`` (0.0123 → 0.01, 0.03 → 0.02)."""
-    exponent = math.floor(math.log10(resolution))
-    for mantissa in (5, 2, 1):
-        step = mantissa * 10.0 ** exponent
-        if step <= resolution * (1 + 1e-9):
-            return float(f"{step:.12g}")
-    return float(f"{10.0 ** exponent:.12g}")
-
-
-def shown_score(value: float, resolution: float | None) -> float:
-    """``value`` rounded to :func:`display_step` of ``resolution`` (the exact value without one)."""
-    if resolution is None or not math.isfinite(value):
-        return value
-    step = display_step(resolution)
-    decimals = max(0, -math.floor(math.log10(step)))
-    return round(round(value / step) * step, decimals)
-
-
-def shown_fields(score: float | None, resolution: float | None) -> dict[str, Any]:
-    """A node's metadata for the prompts: ``{"hidden_shown": rounded score, "hidden_step": step}``,
-    or ``{}`` without a score or a resolution."""
-    if score is None or resolution is None:
-        return {}
-    return {"hidden_shown": shown_score(score, resolution), "hidden_step": display_step(resolution)}
-
-
-def shown_hidden(node: Any) -> float | None:
-    """The hidden score a prompt shows for ``node`` (a :class:`~swarm_evo.population.node.Node`):
-    its ``metadata["hidden_shown"]``, else its exact ``hidden_score`` (None without one)."""
-    if node.hidden_score is None:
-        return None
-    return node.metadata.get("hidden_shown", node.hidden_score)

@@ -45,7 +45,8 @@ import pandas as pd
 
 from .hidden_answers import answer_column, check_gradable
 from .hidden_layout import HiddenLayout, HiddenSplitError, entry_id, hidden_layout, read_table, train_table
-from .hidden_relation import as_dates, chosen_relation
+from .dates import as_dates
+from .hidden_relation import chosen_relation
 from .hidden_resolution import score_resolution
 from .model import Competition
 
@@ -126,7 +127,7 @@ def choose_hidden_rows(train: pd.DataFrame, layout: HiddenLayout, fraction: floa
     """``(positions of the hidden rows in ``train``, sorted; stratified?)``.
 
     ``round(fraction · rows)`` rows (at least 1): the latest by ``time_column`` when it is given
-    (dates as :func:`~swarm_evo.competition.hidden_relation.as_dates` reads them, missing dates
+    (dates as :func:`~swarm_evo.competition.dates.as_dates` reads them, missing dates
     earliest, ties in table order), else drawn with scikit-learn's splitters and a seed from
     ``seed``: ``GroupShuffleSplit`` when ``group_column`` is given (its groups stay whole, so
     the count is near, not exactly, the fraction), else ``StratifiedShuffleSplit`` on the label

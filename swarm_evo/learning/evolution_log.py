@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarm_evo.population.hidden_display import shown_hidden
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.population.node import Node
@@ -115,7 +116,7 @@ class LogChange(BaseModel):
             buggy node (as in the draft history) or a node without a finite metric.
         hidden: the host's grade of the run's hidden split (issue 41), the fitness the search
             selects on, rounded to what the split can tell apart (issue 53, item 8:
-            :func:`swarm_evo.competition.hidden_resolution.shown_hidden`; the journal keeps the
+            :func:`swarm_evo.population.hidden_display.shown_hidden`; the journal keeps the
             exact score); None without one (or for a buggy node).
         tags: a subset of ``["BEST", "BUGGY", "DEAD", "VALIDATION LEAKS"]`` in that order;
             ``BEST`` marks the journal's current best node, ``VALIDATION LEAKS`` a node whose
@@ -195,7 +196,6 @@ def node_summary(node: Node, limit: int = SUMMARY_CHARS) -> str:
 
 def log_change(node: Node, best_id: str | None = None) -> LogChange:
     """A node as a :class:`LogChange`; ``best_id`` is the current best node's id (for ``BEST``)."""
-    from swarm_evo.competition.hidden_resolution import shown_hidden
 
     metric = node.metric_value
     if node.is_buggy or metric is None or not math.isfinite(metric):

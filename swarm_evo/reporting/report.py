@@ -17,6 +17,7 @@ from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
 from swarm_evo.llm.ledger import LLMTotals, cost_text
 from swarm_evo.population.node import Node
+from swarm_evo.reporting.slot_timeline import lanes_lines, lanes_report
 from swarm_evo.reporting.fitness_report import (HIDDEN_NAME, PRINTED_NAME, fitness_lines, fitness_summary, fmt_score,
                                                 score_name, shown_score)
 from swarm_evo.reporting.operation_stats import (best_lineage, improvements_by_operation, lineage_text,
@@ -152,7 +153,9 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
     run selects on, by name: :func:`swarm_evo.reporting.fitness_report.score_name`; the best
     node's ``score`` is that score) and ``printed_gains`` (per operation, the mean gain of the
     printed metric over the same parents:
-    :func:`swarm_evo.reporting.operation_stats.printed_gains_by_operation`)."""
+    :func:`swarm_evo.reporting.operation_stats.printed_gains_by_operation`) and ``lanes`` (the
+    scheduler's lanes: occupancy, model share, staleness:
+    :func:`swarm_evo.reporting.slot_timeline.lanes_report`; None for journals before issue 52)."""
     nodes = journal.nodes
     best = journal.best_node()
     chosen, why = hand_in if hand_in is not None else journal.submission_candidate()
@@ -197,6 +200,7 @@ def run_summary(journal: Journal, report: BaseModel | None = None, *, llm: dict 
         "best_lineage": best_lineage(journal),
         "confinement": (journal.info.get("runtime") or {}).get("confinement"),
         "confined": (journal.info.get("runtime") or {}).get("confined", True),
+        "lanes": lanes_report(nodes),
     }
 
 
@@ -241,6 +245,7 @@ def final_report_markdown(
     chart: str | None = None,
     tree_image: str | None = None,
     tree_link: str | None = None,
+    timeline: str | None = None,
 ) -> str:
     """The final report as Markdown (a Prefect markdown artifact and ``RUN_DIR/report.md``).
 
@@ -253,6 +258,8 @@ def final_report_markdown(
             as a static preview; None shows no preview.
         tree_link: where the interactive evolution tree (HTML) is: a relative file name becomes
             a link (``report.md``), an absolute path is shown as code to open in a browser.
+        timeline: the slot timeline as an image source (a ``data:`` URI or the file name), shown
+            in the ``## Lanes`` section (:func:`swarm_evo.reporting.slot_timeline.lanes_lines`).
     """
     lines = [f"# swarm-evo run: {summary.get('competition_id') or summary.get('problem')}", ""]
     grade = summary.get("grade_report") or summary.get("problem_report") or {}
@@ -314,6 +321,7 @@ def final_report_markdown(
                          f"{row['completion_tokens']} | {cost} |")
     if summary.get("price_note"):
         lines += ["", f"**Note:** {summary['price_note']}."]
+    lines += lanes_lines(summary.get("lanes"), timeline)
     if chart:
         lines += ["", f"## Best {name} over steps", "", f"![best {name} over steps]({chart})"]
     if tree_image or tree_link:

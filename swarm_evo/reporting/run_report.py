@@ -22,6 +22,7 @@ from swarm_evo.operators import registry
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal, atomic_write_text
 from swarm_evo.population.node import Node
+from swarm_evo.reporting.slot_timeline import lanes_report
 from swarm_evo.reporting.fitness_report import fitness_summary, score_name
 from swarm_evo.reporting.operation_stats import BASIS, best_lineage, improvement_stats, operations_of
 
@@ -210,6 +211,9 @@ def build_run_report(
       event, SPEC §9).
     * ``phase2_started_at_step`` — the smallest ``step`` among Phase 2 nodes; None when
       Phase 2 never ran.
+    * ``lanes`` — the scheduler's lanes (issue 52): occupancy, the model's share of the busy
+      time, staleness, steps per lane (:func:`swarm_evo.reporting.slot_timeline.lanes_report`);
+      None for a journal from before issue 52.
     * ``fitness`` — what the run selected on and how well the printed metric ranks the nodes
       against the hidden score (:func:`swarm_evo.reporting.fitness_report.fitness_summary`);
       ``best.hidden_score`` is the best node's hidden score in a run with a hidden split.
@@ -246,6 +250,7 @@ def build_run_report(
         "max_agent_share": max(real_shares) if real_shares else None,
         "agent_evolutions": agent_evolutions,
         "phase2_started_at_step": min(phase2_steps) if phase2_steps else None,
+        "lanes": lanes_report(nodes),
     }
 
 

@@ -142,3 +142,36 @@ def timeline_svg(spans: list[Span], lanes: int, width: int = 900, row: int = 22)
     parts.append(f'<text x="{left + 80}" y="{axis_y}">grey: writing (model); green valid, orange buggy, red dead; '
                  'gaps: idle</text></svg>')
     return "".join(parts)
+
+
+TIMELINE_FILE = "slot_timeline.svg"
+"""``RUN_DIR/slot_timeline.svg``: :func:`timeline_svg` of the run, written with the final report."""
+
+
+def lanes_report(nodes: Iterable[Node]) -> dict | None:
+    """The run's lanes as the reports show them: :func:`occupancy` over the nodes that recorded
+    their lane (``lanes`` = the highest lane + 1), plus ``steps_per_lane``; None when no node did
+    (a journal from before issue 52)."""
+    spans = [s for s in step_spans(nodes) if s.lane is not None]
+    if not spans:
+        return None
+    lanes = 1 + max(s.lane for s in spans)  # type: ignore[type-var]
+    per_lane = {lane: sum(1 for s in spans if s.lane == lane) for lane in range(lanes)}
+    return {**occupancy(spans, lanes), "steps_per_lane": per_lane}
+
+
+def lanes_lines(report: dict | None, image: str | None = None) -> list[str]:
+    """The final report's ``## Lanes`` section (Markdown lines) for :func:`lanes_report`; ``image``
+    the timeline's source (a ``data:`` URI or a file name), None for no picture; [] without lanes."""
+    if not report:
+        return []
+    share = lambda v: "n/a" if v is None else f"{v * 100:.1f} %"  # noqa: E731
+    lines = ["", "## Lanes", "",
+             "Steps start as soon as a lane is free (issue 52); occupancy = busy lane-seconds / (lanes × wall).", "",
+             "| lanes | wall (s) | busy (s) | occupancy | model share of busy time | staleness (mean / max) |",
+             "|---|---|---|---|---|---|",
+             f"| {report['lanes']} | {report['wall_s']} | {report['busy_s']} | {share(report['occupancy'])} | "
+             f"{share(report['model_share'])} | {report['mean_staleness']} / {report['max_staleness']} |"]
+    if image:
+        lines += ["", f"![slot timeline]({image})"]
+    return lines

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from swarm_evo.population.hidden_display import shown_hidden
 from swarm_evo.population.genes import DEFAULT_STUB_THRESHOLD, LOCI, gene_id, non_stub_loci
 from swarm_evo.population import ranking
 from swarm_evo.population.journal import Journal
@@ -301,7 +302,7 @@ def choose_phase2_operation(
 def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:
     """``[{step, approach_tag, metric, approach}]`` of earlier nodes, for the draft prompt; in a
     run with a hidden split a valid node also has ``held_out`` (its hidden score as prompts show
-    it, rounded to what the split can tell apart: :func:`swarm_evo.competition.hidden_resolution.shown_hidden`,
+    it, rounded to what the split can tell apart: :func:`swarm_evo.population.hidden_display.shown_hidden`,
     issue 53 item 8) and ``leaks`` (:func:`swarm_evo.population.ranking.printed_misleads`).
 
     Seed 000 ``build_draft_history``; ``metric`` is None for a buggy or dead node (the draft
@@ -314,7 +315,6 @@ def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[s
     are listed too, and nodes without a tag are listed by their plan; nodes with neither a
     tag nor a plan (a generation that failed before any program) are left out.
     """
-    from swarm_evo.competition.hidden_resolution import shown_hidden
     from swarm_evo.learning.evolution_log import node_summary
 
     out: list[dict[str, Any]] = []

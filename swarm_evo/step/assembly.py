@@ -3,8 +3,8 @@ its generation failed for good (one node per step, SPEC §6)."""
 
 from __future__ import annotations
 
-from swarm_evo.competition.hidden_resolution import shown_fields
 from swarm_evo.llm.errors import transient_errors
+from swarm_evo.population.hidden_display import shown_fields
 from swarm_evo.population.genes import parse_genes
 from swarm_evo.population import ranking
 from swarm_evo.population.node import LLMUsage, Node
