@@ -471,20 +471,23 @@ def test_a_taker_killed_while_writing_the_lease_leaves_the_old_one_whole(tmp_pat
 
 def test_one_process_per_run_directory(tmp_path, holders):
     """Issue 53, item 2: a real process holds the run directory; a second opener here is refused,
-    naming it, and a resume from the store neither moves the directory aside nor fetches into it;
-    once that process is killed the directory opens."""
+    naming it, and a resume from the store neither moves the directory aside nor fetches into it
+    (it goes to a place of its own); once that process is killed the directory opens."""
     from swarm_evo.store.run_lock import LOCK_FILE, RunDirectoryBusyError, check_free, lock_run_dir
 
     store = open_store(f"file://{tmp_path / 'store'}")
     fake_run(tmp_path / "elsewhere" / "r", 3).mirror(store, new_owner("gone")).close(timeout=30)
     run = fake_run(tmp_path / "runs" / "r", 2)  # behind the store: a resume would move it aside
     holder = holders.start("lock", str(run.dir))
-    for attempt in (lambda: lock_run_dir(run.dir), lambda: check_free(run.dir),
-                    lambda: resolve_run(store.run("r").url, tmp_path / "runs")):
+    for attempt in (lambda: lock_run_dir(run.dir), lambda: check_free(run.dir)):
         with pytest.raises(RunDirectoryBusyError) as caught:
             attempt()
         message = str(caught.value)
         assert f"pid {holder.pid} on host " in message and " since 20" in message and str(run.dir) in message
+    elsewhere, _ = resolve_run(store.run("r").url, tmp_path / "runs")  # a resume from the store: another place
+    assert elsewhere != run.dir and elsewhere.name == "r" and json.loads((elsewhere / "journal.json").read_text())[
+        "nodes"] == [{"id": f"n{i}"} for i in range(3)]
+    assert json.loads((run.dir / "journal.json").read_text())["nodes"] == [{"id": "n0"}, {"id": "n1"}], "untouched"
     assert stored_ids(store.run("r")) == ["n0", "n1", "n2"] and not list(run.dir.parent.glob("r.stale-*"))
     assert LOCK_FILE not in store_files(store.run("r").url)
     holder.kill()

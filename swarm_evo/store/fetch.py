@@ -18,7 +18,7 @@ from swarm_evo.config import DEFAULT_MAX_FILE_MB
 from swarm_evo.population.journal import JOURNAL_FILE
 from swarm_evo.store.lease import LEASE_FILE, is_extension, node_ids
 from swarm_evo.store.location import RUNS_DIR, Store, StoreError, is_url, open_store, redact_url
-from swarm_evo.store.run_lock import LOCK_FILE, check_free
+from swarm_evo.store.run_lock import LOCK_FILE, RunDirectoryBusyError, check_free
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +137,13 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR),
     Returns:
         ``(local run directory, store URL or None)``.
 
+    A ``scratch/<name>`` still open in another process (issue 53, item 2: a run on this machine that
+    was declared dead while its process lives, frozen) is never touched: the run is fetched into
+    ``scratch/<hash of the URL>/<name>`` instead.
+
     Raises:
         StoreError: a URL that is not ``STORE/runs/<name>``, or a run the store does not hold.
-        RunDirectoryBusyError: the local run directory is open in another process (issue 53, item 2).
+        RunDirectoryBusyError: that place too is open in another process.
     """
     if not is_url(location):
         return Path(location), None
@@ -150,6 +154,12 @@ def resolve_run(location: str | Path, scratch: Path = Path(RUNS_DIR),
     run_dir = Path(scratch) / name
     if not _same_run(stored, run_dir):  # another run of that name here (another sweep's): a place of its own
         run_dir = Path(scratch) / hashlib.sha256(run.url.encode()).hexdigest()[:10] / name
+    else:
+        try:
+            check_free(run_dir)
+        except RunDirectoryBusyError as exc:  # still open in a process declared dead (frozen): never touched
+            run_dir = Path(scratch) / hashlib.sha256(run.url.encode()).hexdigest()[:10] / name
+            logger.warning("%s; fetching %s into %s instead", exc, run.url, run_dir)
     check_free(run_dir)  # a run still open here (another process) is never moved aside nor fetched into
     local = _local_journal(run_dir)
     if local is not None and not is_extension(node_ids(local), node_ids(stored)):
