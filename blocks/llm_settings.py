@@ -18,7 +18,7 @@ from pydantic import Field, SecretStr
 class LLMSettings(Block):
     """Model name (litellm), optional api_base, API key (SecretStr), sampling and retry settings,
     the review and evolution models, reply and context limits, tool-call mode and custom
-    pricing (the ``model`` keys of swarm_evo/config.py; unset fields keep the config's values)."""
+    pricing (the ``model`` keys of swarm_evo/config/model.py; unset fields keep the config's values)."""
 
     _block_type_name = "swarm-evo LLM settings"
     _description = "Model, API base and API key for swarm-evo runs (the key is stored as a secret)."

@@ -5,7 +5,7 @@ Save once, then name it in a deployment run (``--param sandbox_block=gpu-box``):
     from blocks import SandboxSettings
     SandboxSettings(backend="docker", gpus="all", memory_limit_mb=32_000).save("gpu-box")
 
-Its fields are ``SandboxConfig``'s (swarm_evo/config.py), taken from it (issue 43): a key
+Its fields are ``SandboxConfig``'s (swarm_evo/config/sandbox.py), taken from it (issue 43): a key
 added there is a field here, with the same type, default, bounds and description, and the
 backends are those of :mod:`swarm_evo.sandbox.backends`.
 """

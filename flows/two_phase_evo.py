@@ -118,7 +118,7 @@ def two_phase_evo(
             existing run directory of the same competition or problem is continued.
         model: litellm model name or ``offline``; overrides the config file and the block.
         max_steps, seed, parallel_workers, time_limit: override the config file.
-        config_path: YAML config (swarm_evo/config.py lists the keys), a path on the machine
+        config_path: YAML config (docs/cli.md lists the keys), a path on the machine
             that runs the flow.
         config_data: the same config's contents as a mapping, instead of ``config_path``: what a
             sweep on a deployment sends, since the workers need not see the sweep's files.

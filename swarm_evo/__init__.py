@@ -8,7 +8,7 @@ and type-only imports under ``if TYPE_CHECKING:`` do not count. tests/test_archi
 checks all of it.
 
 - sandbox/: running an untrusted program (local process, Docker), and reading its output safely
-- config.py: the run configuration (``RunConfig``), its YAML file and its errors
+- config/: the run configuration (``RunConfig``), one module per section, its YAML file and its errors
 - operators/: the search operations' registry: name, phase, template, agent text, the offline
   model's handlers and the report style of draft, merge, mutate and greedy's debug
 - competition/: MLE-bench competitions: layout, preparation, graders, grading, medals

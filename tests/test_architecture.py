@@ -2,7 +2,7 @@
 module outside the tests over 400 lines, no import circle among first-party modules (imports at
 any level of a file count, so a function-level import that dodges a circle is still one), no
 Prefect in the domain core ``swarm_evo/``, and the core's layers: ``swarm_evo/__init__.py``
-lists its units (packages, and ``config.py``) lowest first, each unit's docstring says on its
+lists its units (packages and modules) lowest first, each unit's docstring says on its
 ``May import:`` line which earlier units it may import, and its modules import no others."""
 
 from __future__ import annotations
