@@ -576,3 +576,26 @@ def test_file_colon_slash_is_fixed_to_the_absolute_url():
     """Issue 53, item 9: ``file:/a/b`` is the absolute folder /a/b, never ``file://a/b`` (relative)."""
     with pytest.raises(StoreError, match=r"write file:///a/b \(or the path itself, /a/b\)"):
         open_store("file:/a/b")
+
+
+def test_a_pid_of_another_pid_namespace_is_not_asked_of_this_one(tmp_path):
+    """A container may share the host's name while its pids are its own: the holder's pid is then
+    not looked up here (this test's own pid would read as alive), the store's clock decides."""
+    import socket
+    from datetime import datetime, timezone
+
+    from swarm_evo.store.lease import Lease, pid_namespace, write_lease
+    from swarm_evo.store.liveness import holder_alive
+
+    location = open_store(tmp_path / "store").run("r")
+    fake_run(Path(location.root), 1)
+    owner = {"host": socket.gethostname(), "pid": os.getppid(), "pidns": "pid:[1]", "since": "2026-11-27T18:40:02+00:00"}
+    lease = Lease("run-a", 1, owner)
+    write_lease(location, lease)
+    assert "last wrote the store" in holder_alive(location, lease)
+    old = time.time() - 600
+    for name in ("lease.json", "journal.json"):
+        os.utime(Path(location.root) / name, (old, old))
+    assert holder_alive(location, lease) is None
+    here = dict(owner, pidns=pid_namespace(), since=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    assert holder_alive(location, Lease("run-a", 1, here)) == f"its process (pid {os.getppid()}) runs on this host"

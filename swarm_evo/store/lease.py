@@ -91,10 +91,19 @@ def describe_owner(owner: dict) -> str:
     return " ".join(parts)
 
 
+def pid_namespace() -> str | None:
+    """This process's PID namespace (``pid:[4026531836]``), or None where ``/proc`` does not say:
+    a pid means the same process only within one namespace (containers share a host name)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def new_owner(flow_run_id: str | None = None, flow_run_name: str | None = None) -> dict:
-    """The ``owner`` of a lease taken by this process: host, pid, the flow run (when there is
-    one), a fresh ``token`` and the time."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "flow_run_id": flow_run_id,
+    """The ``owner`` of a lease taken by this process: host, pid (and its PID namespace), the flow
+    run (when there is one), a fresh ``token`` and the time."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "pidns": pid_namespace(), "flow_run_id": flow_run_id,
             "flow_run_name": flow_run_name, "token": uuid.uuid4().hex,
             "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 

@@ -8,9 +8,10 @@ unless it is told to take over (``swarm-evo resume --take-over``, the flow param
 
 The holder is judged, most certain answer first:
 
-1. on this host, by its pid: a pid that no longer runs (or runs a process started after the lease
-   was taken: the pid was reused) is dead, whatever else says otherwise; a stale ``Running``
-   state of a killed process's flow run in a local Prefect database does not count;
+1. on this host and in this PID namespace (containers may share a host name), by its pid: a pid
+   that no longer runs (or runs a process started after the lease was taken: the pid was reused)
+   is dead, whatever else says otherwise; a stale ``Running`` state of a killed process's flow
+   run in a local Prefect database does not count;
 2. by its flow run's state, where the Prefect API can tell (``writer_state``: the caller's lookup,
    no Prefect here): a final state (Completed, Failed, Crashed, Cancelled) is dead, any other is
    alive;
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from swarm_evo.population.journal import JOURNAL_FILE
-from swarm_evo.store.lease import LEASE_FILE, Lease, describe_owner, read_lease
+from swarm_evo.store.lease import LEASE_FILE, Lease, describe_owner, pid_namespace, read_lease
 from swarm_evo.store.location import Store, StoreError
 
 LIVE_SECONDS = 120.0
@@ -103,13 +104,14 @@ def holder_alive(location: Store, lease: Lease, writer_state: WriterState | None
     """
     owner = lease.owner
     pid = owner.get("pid")
-    if owner.get("host") == socket.gethostname() and isinstance(pid, int):
-        if pid == os.getpid() or not pid_alive(pid, _since(lease)):
-            return None
+    here = (owner.get("host") == socket.gethostname() and isinstance(pid, int)
+            and owner.get("pidns", pid_namespace()) == pid_namespace())  # its pid means a process we can see
+    if here and (pid == os.getpid() or not pid_alive(pid, _since(lease))):
+        return None
     state = writer_state(owner["flow_run_id"]) if writer_state is not None and owner.get("flow_run_id") else None
     if state is not None:
         return None if state.upper() in FINAL_STATES else f"its flow run is {state.capitalize()}"
-    if owner.get("host") == socket.gethostname() and isinstance(pid, int):
+    if here:
         return f"its process (pid {pid}) runs on this host"
     changed = last_change(location)
     if changed is not None and time.time() - changed < LIVE_SECONDS:
