@@ -66,3 +66,68 @@ def test_a_deployment_sweep_sends_its_config_files_contents_not_its_path(tmp_pat
         resolve_config(str(path), config_data={})
     with pytest.raises(ConfigError, match=r"sweep\.yaml: cannot read config file"):
         run_config_source(str(path), "two-phase-evo/default")
+
+
+# ----------------------------------------------------------------------------- renamed keys (issue 55, item 3)
+@pytest.fixture
+def a_rename(monkeypatch):
+    """The migration table as it would be after renaming ``search.tournament_k`` to
+    ``search.tournament_size`` (the field renamed too) and removing ``sandbox.old_flag``."""
+    from swarm_evo.config import migrations
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", (
+        migrations.Renamed("search.tournament_size", "search.tournament_k", "a test's rename"),
+        migrations.Removed("sandbox.old_flag", "a test's removal"),
+    ))
+
+
+def test_a_renamed_key_is_read_as_its_new_name_by_a_file_a_resume_and_an_override(a_rename, tmp_path, caplog):
+    import json
+
+    from swarm_evo.run.resume import read_run_info
+
+    path = tmp_path / "c.yaml"
+    path.write_text("search:\n  tournament_size: 5\nsandbox:\n  old_flag: true\n")
+    assert load_config(path).search.tournament_k == 5
+    assert "'search.tournament_size' is now 'search.tournament_k'" in caplog.text
+    assert "'sandbox.old_flag' is read no more (a test's removal)" in caplog.text
+    assert RunConfig().with_overrides({"search.tournament_size": 7}).search.tournament_k == 7
+    saved = RunConfig().model_dump()  # a run started before the rename saved the old name
+    saved["search"]["tournament_size"] = saved["search"].pop("tournament_k")
+    saved["sandbox"]["old_flag"] = 1
+    (tmp_path / "journal.json").write_text(json.dumps(
+        {"info": {"competition_id": "x", "config": saved}, "nodes": []}))
+    assert read_run_info(tmp_path).config.search.tournament_k == 3
+    assert saved["search"]["tournament_size"] == 3, "the saved mapping is not changed in place"
+
+
+def test_a_renamed_key_given_with_its_new_name_is_bad_input(a_rename):
+    from swarm_evo.config import config_from_mapping
+
+    with pytest.raises(ConfigError, match=r"f\.yaml: 'search\.tournament_size' was renamed 'search\.tournament_k'.*"
+                                          r"keep 'search\.tournament_k' and remove 'search\.tournament_size'"):
+        config_from_mapping({"search": {"tournament_size": 4, "tournament_k": 4}}, source="f.yaml")
+
+
+def test_every_migration_names_keys_that_exist_now():
+    """A rename's new name is a key; an old or removed name is not (else it would shadow one)."""
+    from swarm_evo.config.keys import keys
+    from swarm_evo.config.migrations import MIGRATIONS, Renamed
+
+    known = {key for key, _, _ in keys()}
+    for entry in MIGRATIONS:
+        old = entry.old if isinstance(entry, Renamed) else entry.key
+        assert old not in known, f"{old} is still a key: drop its migration line"
+        assert not isinstance(entry, Renamed) or entry.new in known, f"{entry.new} is no key"
+
+
+def test_backend_only_keys_are_marked_from_the_registry():
+    """The "(docker)"/"(local)" marks come from ``Backend.keys`` (issue 55, item 4), not by hand."""
+    from swarm_evo.config import SandboxConfig
+    from swarm_evo.sandbox import backends
+
+    for name, field in SandboxConfig.model_fields.items():
+        readers = backends.readers(name)
+        marked = readers != backends.NAMES
+        assert field.description.startswith(f"({', '.join(readers)}) ") is marked, name
+        assert marked or not any(field.description.startswith(f"({b})") for b in backends.NAMES), name

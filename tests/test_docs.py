@@ -134,3 +134,15 @@ def test_a_moved_module_would_be_caught():
     assert _exists("step/limits.py") and _exists("flows/_step.py") and _exists("journal.py")
     assert not _exists("step/no_such_module.py") and not _exists("no_such_module.py")
     assert named_source_paths("see `step/limits.py::check_limits` and `sandbox.python`") == {"step/limits.py"}
+
+
+def test_the_key_table_of_cli_md_is_generated_from_the_config_models():
+    """docs/cli.md's table of configuration keys is :func:`swarm_evo.config.keys.key_table`'s
+    (issue 55, item 3): a key added, renamed or described anew in swarm_evo/config/ fails here
+    until ``python -m swarm_evo.config.keys --write docs/cli.md`` is run."""
+    from swarm_evo.config.keys import key_table, keys, page_table
+
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert page_table(page) == key_table(), "run: python -m swarm_evo.config.keys --write docs/cli.md"
+    undescribed = [key for key, _, text in keys() if not text.strip()]
+    assert not undescribed, f"configuration keys without a description: {undescribed}"

@@ -18,7 +18,7 @@ class ModelConfig(Section):
     )
     evolution_name: str | None = Field(None, description="litellm model that rewrites agents (default: name).")
     api_base: str | None = Field(None, description="Base URL for vLLM/Ollama/proxies (all roles).")
-    temperature: float = Field(0.5, ge=0, le=2)
+    temperature: float = Field(0.5, ge=0, le=2, description="Sampling temperature of the model calls (left out where a model rejects it, with drop_params).")
     max_tokens: int | None = Field(
         None, ge=16, description="Upper bound on a reply's tokens (None: the provider's default)."
     )

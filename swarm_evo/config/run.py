@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from swarm_evo.config.agents import AgentsConfig
 from swarm_evo.config.base import ConfigError, Section
+from swarm_evo.config.migrations import migrate, migrate_dotted
 from swarm_evo.config.model import ModelConfig
 from swarm_evo.config.problem import ProblemConfig
 from swarm_evo.config.sandbox import SandboxConfig
@@ -21,7 +22,7 @@ from swarm_evo.config.store import StoreConfig
 class RunConfig(Section):
     """The whole configuration of one run."""
 
-    seed: int = 0
+    seed: int = Field(0, description="Seed of the run's random choices (the hidden split is drawn from it too).")
     mlebench_repo: str | None = Field(
         None,
         description="An mle-bench checkout: a competition's config.yaml, description and leaderboard.csv "
@@ -34,15 +35,25 @@ class RunConfig(Section):
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     problem: ProblemConfig = Field(default_factory=ProblemConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        """Renamed and removed keys read as they are named now (:mod:`.migrations`), whoever
+        validates: a file, overrides, or a resumed run's saved ``info.config``."""
+        return migrate(data)
+
     def with_overrides(self, overrides: dict[str, Any]) -> "RunConfig":
         """Return a copy with dotted-key overrides applied, e.g. ``{"search.max_steps": 30}``.
 
         None values are skipped (an unset flag). Raises ConfigError naming the key.
         """
         data = self.model_dump()
-        for dotted, value in overrides.items():
+        for given, value in overrides.items():
             if value is None:
                 continue
+            dotted = migrate_dotted(given)
+            if dotted is None:
+                continue  # a removed key (logged by migrate when a file gives it; an override is dropped)
             *parents, leaf = dotted.split(".")
             target = data
             for part in parents:
@@ -56,6 +67,7 @@ class RunConfig(Section):
 
 
 def _validate(data: Any, source: str) -> RunConfig:
+    data = migrate(data, source=source)
     try:
         return RunConfig.model_validate(data or {})
     except ValidationError as exc:

@@ -20,8 +20,9 @@ BackendName = Literal[backends.NAMES]
 
 
 class SandboxConfig(Section):
-    """Where generated programs run (SPEC §10). Keys marked (docker) or (local) apply to that backend
-    only (:data:`swarm_evo.sandbox.backends.BACKENDS`, ``Backend.keys``)."""
+    """Where generated programs run (SPEC §10). A key that only some backends read has their names
+    before its description, e.g. ``(docker)``, taken from :data:`swarm_evo.sandbox.backends.BACKENDS`
+    (``Backend.keys``) when the class is made: never written by hand (issue 55, item 4)."""
 
     backend: BackendName = Field(backends.NAMES[0], description="The backend that runs programs: "
                                  + backends.help_text() + ".")
@@ -35,17 +36,17 @@ class SandboxConfig(Section):
     )
     python: str | None = Field(
         None, min_length=1,
-        description="(local) interpreter, or virtual environment directory, that runs programs (default: the "
+        description="Interpreter, or virtual environment directory, that runs programs (default: the "
         "program environment `swarm-evo env build` made, .venv-programs, else the project's own interpreter).",
     )
     preload: list[str] = Field(
         list(DEFAULT_PRELOAD),
-        description="(local) Modules a program server imports once; each execution is forked from it, confined "
+        description="Modules a program server imports once; each execution is forked from it, confined "
         "as a new interpreter would be, and finds them already imported (≈ 1.3 s of CPU saved per program that "
         "imports pandas and scikit-learn). Modules the interpreter lacks are skipped; [] starts a new "
         "interpreter per execution.",
     )
-    image: str = Field(DEFAULT_IMAGE, min_length=1, description="(docker) sandbox runtime image.")
+    image: str = Field(DEFAULT_IMAGE, min_length=1, description="Sandbox runtime image.")
     gpus: Literal["all"] | int | list[str] | None = Field(
         None, description="GPUs for programs: none, all, a count N (the first N), or device ids [0, 1] / '0,1' / "
         "GPU-<uuid>. Each GPU is a device group; an execution sees only its group's GPUs (CUDA_VISIBLE_DEVICES; local: "
@@ -56,7 +57,7 @@ class SandboxConfig(Section):
         1, ge=1,
         description="Executions that share one GPU at once (with gpus). GPU memory is not divided: they share it.",
     )
-    cpus: float | None = Field(None, gt=0, description="(docker) CPUs per container (default: cores / parallel_workers).")
+    cpus: float | None = Field(None, gt=0, description="CPUs per container (default: cores / parallel_workers).")
     pids_limit: int = Field(
         512, ge=16,
         description="Processes and threads per execution (docker: per container; local: RLIMIT_NPROC on "
@@ -75,7 +76,7 @@ class SandboxConfig(Section):
     )
     allow_unconfined: bool = Field(
         False,
-        description="(local) Where programs cannot be confined (no PID/user namespaces: a container without "
+        description="Where programs cannot be confined (no PID/user namespaces: a container without "
         "CAP_SYS_ADMIN, a kernel that refuses user namespaces), run them anyway, able to read the answers and "
         "host files and reach the network, with a warning in the run's first lines and its report; by default "
         "such a setup refuses to start.",
@@ -96,3 +97,16 @@ class SandboxConfig(Section):
             )
         return self
 
+
+
+def _mark_backend_keys() -> None:
+    """Put the backends that read a key before its description, ``(docker) CPUs per container``,
+    where not every backend reads it (:func:`swarm_evo.sandbox.backends.readers`)."""
+    for name, field in SandboxConfig.model_fields.items():
+        readers = backends.readers(name)
+        if readers != backends.NAMES and field.description:
+            field.description = f"({', '.join(readers)}) {field.description}"
+    SandboxConfig.model_rebuild(force=True)
+
+
+_mark_backend_keys()
