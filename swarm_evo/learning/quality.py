@@ -10,7 +10,7 @@ from swarm_evo.population.node import Node
 def node_quality(journal: Journal, node: Node) -> float:
     """Percentile rank of ``node``'s fitness among the journal's valid nodes, in (0, 1]; 0 when buggy.
 
-    ``quality = #{valid v : v.fitness <= node.fitness} / #valid`` with ``node`` counted among
+    ``quality = #{valid v : fitness(v) <= fitness(node)} / #valid`` with ``node`` counted among
     the valid nodes (so the best valid node scores 1.0, the worst of n scores 1/n, a lone valid
     node 1.0). Fitness is direction-aware (:func:`swarm_evo.population.ranking.fitness`). Buggy and dead nodes, and nodes
     without a metric, score 0.0 (SPEC §9: "percentile rank of its fitness among valid nodes;

@@ -78,7 +78,7 @@ class Node(BaseModel):
 
     Field names follow the seeds (SPEC §5). ``metric_value`` is the validation metric parsed
     from the program's stdout, in the competition's own direction (``lower_is_better``);
-    ``fitness`` turns it into a maximised number. ``agent_id`` names the agent whose role and
+    ``printed_fitness`` turns it into a maximised number. ``agent_id`` names the agent whose role and
     strategy texts wrote the prompt (SPEC §9; None for nodes of runs before agents and for
     greedy ``debug`` nodes, whose debug.j2 prompt has no agent). ``metadata`` holds ``gene_sources``
     ({locus: node_id}, merges), ``gene_plan`` (merges), ``target_locus`` (mutates), ``policy_action`` and
@@ -120,9 +120,10 @@ class Node(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
-    def fitness(self) -> float | None:
+    def printed_fitness(self) -> float | None:
         """Direction-aware printed fitness: the metric the program printed, negated when lower is
-        better; None if no metric. The search ranks by :func:`swarm_evo.population.ranking.fitness`."""
+        better; None if no metric. Not what the search ranks by: that is the selection fitness,
+        :func:`swarm_evo.population.ranking.fitness` (the hidden score where there is one)."""
         if self.metric_value is None:
             return None
         return -self.metric_value if self.lower_is_better else self.metric_value

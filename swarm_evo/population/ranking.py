@@ -61,15 +61,15 @@ def fitness(node: Node) -> float | None:
     hidden = node.hidden_fitness
     if hidden is not None:
         return hidden if math.isfinite(hidden) else None
-    return node.fitness
+    return node.printed_fitness
 
 
 def printed_gap(node: Node) -> float | None:
     """``printed fitness − hidden fitness`` (direction-aware, the metric's units): positive when
     the program's own validation said better than the held-out rows; None without both."""
-    if node.fitness is None or node.hidden_fitness is None:
+    if node.printed_fitness is None or node.hidden_fitness is None:
         return None
-    return node.fitness - node.hidden_fitness
+    return node.printed_fitness - node.hidden_fitness
 
 
 def printed_misleads(node: Node) -> bool:

@@ -29,8 +29,8 @@ Upstream bugs this module avoids (each has a test in ``tests/test_pheromone.py``
    their initial values. Here the success ratio is derived from the journal itself (children
    and their outcomes) each time, so there is no counter to forget.
 3. *Metric direction ignored*: upstream normalised the raw metric, so for lower-is-better
-   competitions the worst node got the most pheromone. Here ``Node.fitness`` (negated when
-   lower is better, :func:`swarm_evo.population.ranking.fitness`) is ranked.
+   competitions the worst node got the most pheromone. Here the selection fitness (the printed metric negated when
+   lower is better, or the hidden score: :func:`swarm_evo.population.ranking.fitness`) is ranked.
 4. *Computed once at review time*: upstream stored a pheromone on the node when it was
    reviewed, so it never saw later children, later nodes or the passing of steps. Here nothing
    is cached on nodes (Node has no pheromone field); every selection recomputes from the
