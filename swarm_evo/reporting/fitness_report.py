@@ -84,10 +84,10 @@ def fitness_summary(journal: Journal) -> dict[str, Any]:
     from scipy.stats import spearmanr
 
     info = journal.info.get("fitness") or {}
-    both = [n for n in journal.nodes if n.fitness is not None and n.hidden_fitness is not None]
+    both = [n for n in journal.nodes if n.printed_fitness is not None and n.hidden_fitness is not None]
     rho = None
     if len(both) >= 3:
-        value = spearmanr([n.fitness for n in both], [n.hidden_fitness for n in both]).statistic
+        value = spearmanr([n.printed_fitness for n in both], [n.hidden_fitness for n in both]).statistic
         rho = None if value is None or math.isnan(value) else round(float(value), 4)
     over = sorted((n for n in both if (ranking.printed_gap(n) or 0) > 0), key=lambda n: ranking.printed_gap(n) or 0,
                   reverse=True)

@@ -36,8 +36,8 @@ own units and positive means better, whatever the metric's direction.
   (it is counted in ``children`` / ``valid`` but not in ``compared``). A debug node that
   fixes a buggy node is therefore not an "improvement"; whether it became the best shows in
   ``new_best``.
-* ``improved``: compared child with ``child.fitness > parent fitness`` (strictly; a tie is no
-  improvement). ``gain`` = ``child.fitness − parent fitness``.
+* ``improved``: compared child with ``child.printed_fitness > parent fitness`` (strictly; a tie is no
+  improvement). ``gain`` = ``child.printed_fitness − parent fitness``.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def reference_parent(journal: Journal, node: Node) -> Node | None:
 
 
 def node_gain(journal: Journal, node: Node) -> float | None:
-    """``node.fitness − reference parent's fitness`` for a valid node with a reference parent,
+    """``node.printed_fitness − reference parent's fitness`` for a valid node with a reference parent,
     else None (a draft, a non-valid node, a non-valid parent). Positive = better."""
     parent = reference_parent(journal, node)
     if parent is None or not journal.is_valid(node):
@@ -122,7 +122,7 @@ def improvement_stats(journal: Journal, operation: str) -> dict[str, Any]:
     * ``improved`` — compared ones whose fitness is strictly above the reference parent's;
     * ``improvement_rate`` — ``improved / compared`` in [0, 1]; None when ``compared`` is 0
       (always for drafts);
-    * ``mean_gain`` — mean of ``child.fitness − parent fitness`` over the compared children, in
+    * ``mean_gain`` — mean of ``child.printed_fitness − parent fitness`` over the compared children, in
       the metric's units, positive = better whatever the direction (worse children pull it
       down); None when ``compared`` is 0;
     * ``new_best`` — this operation's nodes among :func:`new_best_nodes`.
@@ -149,9 +149,9 @@ def printed_gain(journal: Journal, node: Node) -> float | None:
     hidden split the two gains can disagree (a merge worse on the hidden rows whose printed
     metric rose): the final report shows both (issue 54, item 1)."""
     parent = reference_parent(journal, node)
-    if parent is None or not journal.is_valid(node) or node.fitness is None or parent.fitness is None:
+    if parent is None or not journal.is_valid(node) or node.printed_fitness is None or parent.printed_fitness is None:
         return None
-    return node.fitness - parent.fitness
+    return node.printed_fitness - parent.printed_fitness
 
 
 def printed_gains_by_operation(journal: Journal) -> dict[str, float | None]:
