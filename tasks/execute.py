@@ -21,6 +21,7 @@ from swarm_evo.reporting.failures import attempt_failure
 from swarm_evo.run.session import get_session
 from swarm_evo.search.debug_chain import Attempt
 from swarm_evo.step import execution
+from swarm_evo.store.pool import PoolUnavailableError, bind_pool
 from tasks._policy import SANDBOX_RETRY_DELAYS, TASK_DEFAULTS, retry_on_sandbox_failure
 
 PROGRAM_FAILED = "ProgramFailed"
@@ -59,12 +60,20 @@ def execute_task(run_dir: str, node_id: str, code: str, attempt: int = 0, plan: 
     failed program ends the task run Failed (``ProgramFailed``, :func:`failed_attempt_state`)
     with the error's tail logged at WARNING.
 
-    With shared GPUs the execution holds a slot of the host's global concurrency limit.
+    With shared GPUs the execution holds a slot of the host's global concurrency limit. On the
+    pool backend (issue 52, item 5) a pool that cannot run it (no worker within
+    ``sandbox.pool_wait``, its workers lost past the retries) stops the run (resumable) and the
+    step ends with that error: no node.
     """
     session = get_session(run_dir)
+    bind_pool(session.sandbox, session.journal.info.get("run_id"), session.mirror)
     limit = session.sandbox.gpu_limit
-    with concurrency(limit, occupy=1, strict=True) if limit else nullcontext():
-        result = execution.execute_program(session, node_id, code, attempt, plan, usage)
+    try:
+        with concurrency(limit, occupy=1, strict=True) if limit else nullcontext():
+            result = execution.execute_program(session, node_id, code, attempt, plan, usage)
+    except PoolUnavailableError as exc:
+        session.stop(str(exc), failure=True)
+        raise
     if not result.failed:
         return result
     state = failed_attempt_state(result)

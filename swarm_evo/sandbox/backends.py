@@ -82,6 +82,19 @@ def _docker(config: "RunConfig", threads: int) -> Sandbox:
     )
 
 
+def _by_path(target: str) -> Callable[["RunConfig", int], Sandbox]:
+    """A builder named by import path ``module:function``, imported at its first call: a backend whose
+    sandbox lives outside the domain core (the pool backend's, in flows/, talks to Prefect's API)."""
+
+    def build(config: "RunConfig", threads: int) -> Sandbox:
+        import importlib
+
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name)(config, threads)
+
+    return build
+
+
 def _docker_leftovers(run_dir: Path) -> list[str]:
     from swarm_evo.sandbox.docker_leftovers import remove_stray_containers
 
@@ -93,6 +106,8 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend("local", "local processes (default)", ("python", "allow_unconfined", "preload"), _local),
         Backend("docker", "Docker containers", ("image", "cpus"), _docker, _docker_leftovers),
+        Backend("pool", "flow runs on the workers of a Prefect work pool (sandbox.work_pool; issue 52)",
+                ("work_pool", "pool_wait"), _by_path("flows.pool_sandbox:build")),
     )
 }
 """The backends by name; the first is the default."""

@@ -13,6 +13,7 @@ from swarm_evo.search.debug_chain import ChainOutcome, recorded_output
 from swarm_evo.search.review import ReviewOutcome
 from swarm_evo.step.generation import Generated
 from swarm_evo.step.request import OperationRequest
+from swarm_evo.store.pool import read_executed_by
 
 
 def assemble_node(
@@ -26,13 +27,20 @@ def assemble_node(
     epoch: int,
     wall_seconds: float,
 ) -> Node:
-    """Build the journal node of a finished step (one node per step, SPEC §6)."""
+    """Build the journal node of a finished step (one node per step, SPEC §6). ``metadata.schedule``
+    gains the step's ``executions`` (lane, wait, start, end of each attempt's run) and
+    ``nodes_at_exec`` (the journal's length at its first execution: the proposal's staleness is
+    that minus ``nodes_at_start``)."""
     final = chain.final
     usage = generated.usage.add(chain.usage).add(review_usage)
     runs = chain.history or [final.history_entry()]
     exec_seconds = sum(h.get("exec_time") or 0.0 for h in runs)
     is_buggy = review.is_buggy or chain.dead
     metadata = dict(request.metadata)
+    executions = [{**h["execution"], "failed": bool(h.get("problems"))} for h in runs if h.get("execution")]
+    if executions:  # where and when its programs ran (issue 52): the slot timeline, the proposal's staleness
+        metadata["schedule"] = {**(metadata.get("schedule") or {}), "executions": executions,
+                                "nodes_at_exec": executions[0]["nodes_at_start"]}
     metadata.update(
         # it ran, wrote a valid submission (or passed the evaluator) and printed a finite metric:
         # a candidate for the hand-in even if the reviewer flagged it (Journal.submission_candidate)
@@ -76,6 +84,9 @@ def assemble_node(
         llm_usage=usage,
         metadata=metadata,
     )
+    executed_by = read_executed_by(session.node_dir(node_id))
+    if executed_by is not None:  # the pool backend (issue 52, item 4): which worker ran its last execution
+        node.metadata["executed_by"] = executed_by
     hidden = getattr(session.objective, "hidden", None)  # issue 53, item 8: what prompts show of the score
     node.metadata.update(shown_fields(node.hidden_score, hidden.split.resolution if hidden is not None else None))
     gap = ranking.printed_gap(node)
