@@ -47,6 +47,32 @@ def test_rewrite_persists_and_reopens(tmp_path):
         AgentPool.open(tmp_path, 3)
 
 
+
+def test_a_resumed_run_gets_the_starting_text_of_an_operation_added_since(tmp_path, monkeypatch, caplog):
+    """A run began before an operation existed: its agents have no ``<operation>.md``. Reopening
+    fills that text from the starting texts (saved, logged) and keeps the evolved ones (issue 55)."""
+    import shutil
+
+    from swarm_evo.learning import agents as agents_module
+    from swarm_evo.prompting.prompts import templates_dir
+
+    run = tmp_path / "run"
+    pool = AgentPool.open(run, 2)
+    evolved = {kind: f"evolved {kind}" for kind in text_kinds()}
+    pool.rewrite("agent-2", evolved, evolved_from="agent-1", evolution=1)
+    starting = tmp_path / "texts"
+    shutil.copytree(templates_dir() / "agents", starting)
+    (starting / "crossover.md").write_text("Cross two parents.\n")
+    kinds = text_kinds()
+    monkeypatch.setattr(agents_module, "text_kinds", lambda: (*kinds, "crossover"))
+    with caplog.at_level("INFO", logger="swarm_evo.learning.agents"):
+        again = AgentPool.open(run, 2, texts_dir=starting)
+    assert again.get("agent-2").texts == {**evolved, "crossover": "Cross two parents."}
+    assert again.get("agent-1").strategy("crossover") == "Cross two parents."
+    assert (run / "agents" / "agent-1" / "crossover.md").read_text().strip() == "Cross two parents."
+    assert "agent-1/crossover.md, agent-2/crossover.md filled from the starting texts" in caplog.text
+
+
 # ------------------------------------------------------------------ dispatcher
 def test_dispatcher_update_is_an_ema_per_agent_and_operation(tmp_path):
     d = Dispatcher(["a", "b"], epsilon=0.3, alpha=0.25, path=tmp_path / "d.json")

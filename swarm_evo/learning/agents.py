@@ -13,6 +13,7 @@ upstream system rewrote its templates in place.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from pydantic import BaseModel, Field
 from swarm_evo.operators import registry
 from swarm_evo.population.journal import atomic_write_text
 from swarm_evo.prompting.prompts import templates_dir
+
+log = logging.getLogger(__name__)
 
 ROLE = "role"
 """The text kind of an agent's role (the opening of its prompts)."""
@@ -86,7 +89,8 @@ class AgentPool:
     @classmethod
     def open(cls, run_dir: Path, num_agents: int, texts_dir: Path | None = None) -> "AgentPool":
         """Load ``RUN_DIR/agents`` or create it with ``num_agents`` identical agents whose
-        texts come from ``texts_dir`` (see :func:`initial_texts`).
+        texts come from ``texts_dir`` (see :func:`initial_texts`). A saved agent that lacks a text
+        kind (an operation added since the run began) gets the starting text, saved and logged.
 
         Raises:
             ValueError: the saved pool has a different number of agents than ``num_agents``.
@@ -95,18 +99,30 @@ class AgentPool:
         index = directory / INDEX_FILE
         if index.exists():
             meta = json.loads(index.read_text(encoding="utf-8"))
-            agents = []
+            agents, filled, defaults = [], [], None
             for entry in meta["agents"]:
-                texts = {
-                    k: (directory / entry["id"] / f"{k}.md").read_text(encoding="utf-8").strip() for k in text_kinds()
-                }
+                texts = {}
+                for kind in text_kinds():
+                    path = directory / entry["id"] / f"{kind}.md"
+                    if path.is_file():
+                        texts[kind] = path.read_text(encoding="utf-8").strip()
+                        continue
+                    # a text kind added since the run began (a new operation): the starting text
+                    defaults = defaults if defaults is not None else initial_texts(texts_dir)
+                    texts[kind] = defaults[kind]
+                    filled.append(f"{entry['id']}/{kind}.md")
                 agents.append(Agent(texts=texts, **{k: v for k, v in entry.items() if k != "texts"}))
             if len(agents) != num_agents:
                 raise ValueError(
                     f"{index} has {len(agents)} agents but agents.num_agents is {num_agents}: "
                     "use the saved number or a new run directory"
                 )
-            return cls(directory, agents)
+            pool = cls(directory, agents)
+            if filled:
+                log.info("agents: %s filled from the starting texts (kinds added since the run began)",
+                         ", ".join(filled))
+                pool.save()
+            return pool
         texts = initial_texts(texts_dir)
         pool = cls(directory, [Agent(id=f"agent-{i + 1}", texts=dict(texts)) for i in range(num_agents)])
         pool.save()
