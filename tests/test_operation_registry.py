@@ -221,3 +221,21 @@ def test_a_new_operation_is_charted(tweak, tmp_path, monkeypatch):
     assert len(shapes) == 2, "the tweak's square shape, one per tweak node"
     html = evolution_tree.evolution_tree_html(_tweaked_journal(), tmp_path / "tree.html").read_text(encoding="utf-8")
     assert "● draft ◆ merge ■ mutate ▲ debug ✚ tweak" in html
+
+
+def test_agent_evolution_names_the_registrys_operations(tweak):
+    """evolve_agent.j2 names no operation itself (issue 55, item 4): a new one is described and
+    asked for from its registry record."""
+    from types import SimpleNamespace
+
+    from swarm_evo.config import ModelConfig
+    from swarm_evo.prompting.prompts import render
+    from swarm_evo.prompting.text_bounds import prompt_limits
+    from swarm_evo.run.prompt_budget import skeleton_contexts
+
+    objective = SimpleNamespace(loci=["model"], prompt_view=lambda: {
+        "kind": "competition", "name": "Toy", "id": "toy", "metric": "accuracy", "is_lower_better": False})
+    context = skeleton_contexts(objective, prompt_limits(ModelConfig()))["evolve_agent.j2"]
+    prompt = render("evolve_agent.j2", **context)
+    assert f"tweak: {TWEAK.summary}" in prompt and "`mutate`, `tweak` texts" in prompt
+    assert (templates_dir() / "evolve_agent.j2").read_text().count("merge") == 0

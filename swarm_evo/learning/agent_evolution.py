@@ -52,6 +52,13 @@ def agent_texts_tool() -> dict:
     }
 
 
+def agent_operations_view() -> list[dict[str, str]]:
+    """The operations agents write a strategy for, as ``evolve_agent.j2`` names them: ``name`` and
+    ``summary`` (the registry's ``Operator.summary``), in the registry's order (issue 55, item 4:
+    the template names no operation itself)."""
+    return [{"name": op.name, "summary": op.summary} for op in registry.operators() if op.agent is not None]
+
+
 class OperationStats(BaseModel):
     """An agent's record for one operation: steps, success rate, mean quality of valid nodes."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from swarm_evo.config import ConfigError, RunConfig
+from swarm_evo.learning.agent_evolution import agent_operations_view
 from swarm_evo.learning.agents import text_kinds
 from swarm_evo.learning.evolution_log import EvolutionLog, LogChange
 from swarm_evo.operators import registry
@@ -87,6 +88,7 @@ def skeleton_contexts(objective: Any, limits: PromptLimits, max_steps: int = 100
         "review.j2": {**common, "code": one, "term_out": one, "exc_type": "TimeoutError",
                       "submission_errors": [one], "evaluation": evaluation},
         "evolve_agent.j2": {"limits": limits, "objective": view, "best_plans": plans, "worst_plans": plans,
+                            "operations": agent_operations_view(),
                             "agent": {"id": "agent-1", "texts": texts, "stats": stats},
                             "elite": {"id": "agent-2", "texts": texts, "stats": stats}},
         "auxiliary_metrics.j2": {"limits": limits, "objective": view, "timeout": 60,

@@ -17,6 +17,7 @@ from swarm_evo.learning.agent_evolution import (
     AgentStats,
     EvolutionRecord,
     Rewrite,
+    agent_operations_view,
     agent_texts_tool,
     best_and_worst_plans,
     evolution_due,
@@ -84,7 +85,8 @@ def evolve_agents(session: RunSession, epoch: int, ask: AskFn | None = None) -> 
         best, worst = best_and_worst_plans(experience, agent_id)
         view = dict(agent=_agent_view(agent, stats[agent_id]), elite=_agent_view(elite, stats[elite_id]),
                     best_plans=best, worst_plans=worst)
-        prompt = render("evolve_agent.j2", objective=session.objective.prompt_view(), limits=limits, **view)
+        prompt = render("evolve_agent.j2", objective=session.objective.prompt_view(), limits=limits,
+                        operations=agent_operations_view(), **view)
         atomic_write_text(folder / f"evolution-{index}" / f"prompt-{agent_id}.md", prompt)
         ctx = offline_context(session, "evolve_agent", f"evolution{index}:{agent_id}")
         ctx.update(view, generation=agent.generation + 1)
