@@ -232,3 +232,49 @@ def test_no_module_outside_the_registries_spells_out_the_operations_or_backends(
 ])
 def test_a_spelled_out_list_would_be_caught(source, caught):
     assert bool(_spelled_lists(source, _lists())) is caught
+
+
+# ----------------------------------------------------------------------------- grader kinds
+GRADERS_MODULE = "swarm_evo/competition/graders.py"
+"""Where the grader kinds and their traits are written (``KINDS``; issue 55, item 4)."""
+
+
+def _kind_comparisons(source: str, kinds: set[str]) -> list[tuple[int, list[str]]]:
+    """``(line, kinds)`` of every comparison of something named ``*kind`` with a grader kind's
+    name (``grader.kind == "regression"``, ``kind in ("probability", ...)``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        flat = [e for o in operands for e in (o.elts if isinstance(o, (ast.Tuple, ast.List, ast.Set)) else [o])]
+        names = [e.value for e in flat if isinstance(e, ast.Constant) and e.value in kinds]
+        subject = any((isinstance(o, ast.Attribute) and o.attr.endswith("kind"))
+                      or (isinstance(o, ast.Name) and o.id.endswith("kind")) for o in operands)
+        if names and subject:
+            found.append((node.lineno, names))
+    return found
+
+
+def test_only_the_graders_module_reads_a_grader_kinds_name():
+    """Other modules ask a grader's traits (``grader.traits.classification``), so a new kind is
+    one module's change."""
+    from swarm_evo.competition.graders import KINDS
+
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {names}"
+                 for top in FIRST_PARTY for path in _python_files(top) if str(path.relative_to(ROOT)) != GRADERS_MODULE
+                 for line, names in _kind_comparisons(path.read_text(), set(KINDS))]
+    assert not offenders, ("read Grader.traits (swarm_evo/competition/graders.py::KINDS) instead of a kind's "
+                           "name:\n" + "\n".join(offenders))
+
+
+@pytest.mark.parametrize("source, caught", [
+    ('if grader.kind != "probability": ...', True),
+    ('x = kind in ("probability", "multiclass_probability")', True),
+    ('if relation.kind == "group": ...', False),
+    ('if grader.traits.classification: ...', False),
+])
+def test_a_kind_comparison_would_be_caught(source, caught):
+    from swarm_evo.competition.graders import KINDS
+
+    assert bool(_kind_comparisons(source, set(KINDS))) is caught

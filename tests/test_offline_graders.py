@@ -111,7 +111,7 @@ def test_the_printed_metric_has_the_graders_direction(name, competitions):
     info = infer_dataset(competition)
     assert (info.grader_kind, info.lower_is_better, info.metric) == (
         grader.kind, grader.is_lower_better, grader.metric.__name__), "the CTX's facts, not a table"
-    assert info.task == ("regression" if grader.kind == "regression" else "classification")
+    assert info.task == ("classification" if grader.traits.classification else "regression")
     code = _draft(competition)
     compute_metric = _compute_metric(code, CLASSES)
     train = pd.read_csv(Path(competition["public_dir"]) / "train.csv")
@@ -131,7 +131,8 @@ def test_a_ctx_without_a_kind_still_gets_a_program(competitions):
     """A hand-written CTX naming only the grader: the kind is guessed from the target (many
     distinct floats: regression), the metric defaults to the task's."""
     competition = {k: v for k, v in competitions["r2-score"].items()
-                   if k not in ("grader_kind", "metric", "metric_kwargs", "non_negative")}
+                   if k not in ("grader_kind", "classification", "probabilities", "one_column_per_class",
+                                "metric", "metric_kwargs", "non_negative")}
     info = infer_dataset(competition)
     assert (info.task, info.output, info.grader_kind) == ("regression", "value", None)
     assert "return float(np.sqrt(mean_squared_error(y_true, pred)))" in _draft(competition)
@@ -167,5 +168,6 @@ def test_the_facts_are_json_values():
     """A CTX travels through litellm's metadata and the run's files as JSON."""
     for grader in GRADERS.values():
         facts = grader.facts()
-        assert set(facts) == {"grader", "grader_kind", "is_lower_better", "metric", "metric_kwargs", "non_negative"}
+        assert set(facts) == {"grader", "grader_kind", "classification", "probabilities", "one_column_per_class",
+                              "is_lower_better", "metric", "metric_kwargs", "non_negative"}
         assert json.loads(json.dumps(facts)) == facts

@@ -386,7 +386,7 @@ def test_the_dataset_answer_is_kept_per_file_version_and_each_caller_gets_its_ow
     first.columns.clear()
     again = infer_dataset(comp)
     assert again.columns == ["id", "x", "label"] and "x" not in again.drop_cols and again.target_col == "label"
-    assert infer_dataset(dict(comp, grader_kind="regression")).task == "regression"  # other facts: another answer
+    assert infer_dataset(dict(comp, classification=False)).task == "regression"  # other facts: another answer
     pd.DataFrame({"id": range(40), "z": range(40), "label": [i % 2 for i in range(40)]}).to_csv(public / "train.csv", index=False)
     os.utime(public / "train.csv", (time.time() + 5, time.time() + 5))  # a new version, whatever the clock's grain
     assert infer_dataset(comp).columns == ["id", "z", "label"]

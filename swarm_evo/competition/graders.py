@@ -52,7 +52,36 @@ from .checks import (
 )
 from .errors import CompetitionError, InvalidSubmissionError
 
-GraderKind = Literal["label", "ordinal", "probability", "multiclass_probability", "regression"]
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """What other modules may ask of a grader kind: they read these, never a kind's name, so a
+    new kind is written in this module alone (issue 55, item 4).
+
+    Attributes:
+        classification: the targets are classes (a hidden split stratifies on them).
+        probabilities: the submission holds probabilities in [0, 1].
+        one_column_per_class: one probability column per class, each row summing to 1.
+    """
+
+    classification: bool
+    probabilities: bool = False
+    one_column_per_class: bool = False
+
+    @property
+    def positive_class(self) -> bool:
+        """Each target column is P(positive class), its answers 0/1."""
+        return self.probabilities and not self.one_column_per_class
+
+
+KINDS: dict[str, KindTraits] = {  # the grader kinds (module docstring) and their traits
+    "label": KindTraits(classification=True), "ordinal": KindTraits(classification=True),
+    "probability": KindTraits(classification=True, probabilities=True),
+    "multiclass_probability": KindTraits(classification=True, probabilities=True, one_column_per_class=True),
+    "regression": KindTraits(classification=False),
+}
+GraderKind = Literal[tuple(KINDS)]  # type: ignore[valid-type]  # a key of KINDS
 
 ROW_SUM_ATOL = 1e-6
 """``np.isclose(row_sum, 1, atol=ROW_SUM_ATOL)`` (default rtol 1e-5): MLE-bench's tolerance
@@ -85,14 +114,26 @@ class Grader:
     non_negative: bool = False
     skip_marked_rows: bool = False
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"grader {self.name!r}: unknown kind {self.kind!r}; use one of {', '.join(KINDS)}")
+
+    @property
+    def traits(self) -> KindTraits:
+        """What its kind's targets and submissions are (:data:`KINDS`)."""
+        return KINDS[self.kind]
+
     def facts(self) -> dict[str, Any]:
         """What a program writer is told of this grader (the offline model's CTX ``competition``,
-        docs/CONTRACTS.md): ``grader`` (its name), ``grader_kind`` (:data:`GraderKind`),
-        ``is_lower_better``, ``metric`` (the ``sklearn.metrics`` function's name),
-        ``metric_kwargs`` (its keyword arguments, JSON values) and ``non_negative``."""
-        return {"grader": self.name, "grader_kind": self.kind, "is_lower_better": self.is_lower_better,
-                "metric": self.metric_name, "metric_kwargs": dict(self.metric_kwargs),
-                "non_negative": self.non_negative}
+        docs/CONTRACTS.md): ``grader`` (its name), ``grader_kind`` (:data:`GraderKind`), its
+        kind's traits (``classification``, ``probabilities``, ``one_column_per_class``:
+        :class:`KindTraits`), ``is_lower_better``, ``metric`` (the ``sklearn.metrics`` function's
+        name), ``metric_kwargs`` (its keyword arguments, JSON values) and ``non_negative``."""
+        traits = self.traits
+        return {"grader": self.name, "grader_kind": self.kind, "classification": traits.classification,
+                "probabilities": traits.probabilities, "one_column_per_class": traits.one_column_per_class,
+                "is_lower_better": self.is_lower_better, "metric": self.metric_name,
+                "metric_kwargs": dict(self.metric_kwargs), "non_negative": self.non_negative}
 
     @property
     def metric(self) -> Callable[..., float]:

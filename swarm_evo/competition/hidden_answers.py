@@ -45,14 +45,14 @@ def answer_column(values: pd.Series, grader: Grader, column: str, train_values: 
     """Column ``column`` of the hidden answers from the hidden rows' training ``values``.
 
     ``train_values``: the whole training column (the positive class is read from all its
-    labels, not only the hidden rows'). Graders other than ``probability`` take the labels as
-    the training table spells them.
+    labels, not only the hidden rows'). Graders other than positive-class probability ones
+    (``KindTraits.positive_class``) take the labels as the training table spells them.
 
     Raises:
-        HiddenSplitUnavailable: a ``probability`` grader's training labels are neither binary
+        HiddenSplitUnavailable: a positive-class probability grader's training labels are neither binary
             nor a pair whose spelling fixes the positive class (the message names them).
     """
-    if grader.kind != "probability":
+    if not grader.traits.positive_class:
         return values
     labels = set(train_values.map(normalise_label))
     if labels <= _BINARY:

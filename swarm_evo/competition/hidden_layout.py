@@ -364,5 +364,5 @@ def hidden_layout(competition: Competition, train: pd.DataFrame | None = None,
         label_column=label_column,
         feature_columns=test_columns,
         media=media,
-        classification=competition.grader.kind != "regression",
+        classification=competition.grader.traits.classification,
     )

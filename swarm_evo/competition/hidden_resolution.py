@@ -50,11 +50,11 @@ def reference_submission(answers: pd.DataFrame, grader: Grader, id_column: str, 
     submission = answers[[id_column]].copy()
     for column in target_columns:
         values = answers[column].to_numpy()[take]
-        if grader.kind in ("probability", "multiclass_probability"):
+        if grader.traits.probabilities:
             numbers = pd.to_numeric(pd.Series(values), errors="coerce").astype(float)
             values = ((1 - SHRINK) * numbers + SHRINK * numbers.mean()).to_numpy()
         submission[column] = values
-    if grader.kind == "multiclass_probability":
+    if grader.traits.one_column_per_class:
         total = submission[target_columns].sum(axis=1)
         submission[target_columns] = submission[target_columns].div(total.where(total > 0, 1.0), axis=0)
     return submission

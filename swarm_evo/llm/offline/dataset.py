@@ -6,11 +6,12 @@ competition); never private answers. The result steers which program the offline
 writes; the programs themselves re-read the data at run time.
 
 What the grader wants comes from the CTX alone (docs/CONTRACTS.md; the grader's facts,
-:meth:`swarm_evo.competition.graders.Grader.facts`): ``grader_kind`` decides the program's task
-and output (labels, probabilities of one or several classes, values), ``is_lower_better`` the
-direction of its searches, ``metric`` and ``metric_kwargs`` the metric it prints,
-``non_negative`` whether its predictions are clipped at 0. A CTX without
-a kind gets a guess from the target column (regression for many distinct floats).
+:meth:`swarm_evo.competition.graders.Grader.facts`): the kind's traits (``classification``,
+``probabilities``, ``one_column_per_class``) decide the program's task and output (labels,
+probabilities of one or several classes, values), ``is_lower_better`` the direction of its
+searches, ``metric`` and ``metric_kwargs`` the metric it prints, ``non_negative`` whether its
+predictions are clipped at 0. A CTX without the traits gets a guess from the target column
+(regression for many distinct floats).
 
 Image competitions (MLE-bench's layout, e.g. ``sklearn-digits-images``): a folder of images
 (``train/``) whose file names are the id column of ``train.csv`` (``<id>.png`` or the id itself
@@ -96,16 +97,16 @@ def public_columns(public_dir: str) -> list[str]:
     return cols
 
 
-def grader_output(kind: str | None, n_sub_cols: int) -> tuple[str, str]:
-    """``(task, output)`` of a grader kind (:data:`swarm_evo.competition.graders.GraderKind`) with
-    ``n_sub_cols`` target columns: regression values; probabilities of several classes (one
-    column per class) or of the positive class; labels (``label``, ``ordinal``, and no kind)."""
-    if kind == "regression":
+def grader_output(competition: dict, n_sub_cols: int) -> tuple[str, str]:
+    """``(task, output)`` from the CTX's grader facts (the kind's traits,
+    :meth:`swarm_evo.competition.graders.Grader.facts`; never a kind's name) with ``n_sub_cols``
+    target columns: regression values; probabilities of several classes (one column per class,
+    or several columns) or of the positive class; else labels (also for a CTX without traits)."""
+    if competition.get("classification") is False:
         return "regression", "value"
-    if kind == "multiclass_probability" or (kind == "probability" and n_sub_cols > 1):
-        return "classification", "proba_multi"
-    if kind == "probability":
-        return "classification", "proba_binary"
+    if competition.get("probabilities"):
+        several = competition.get("one_column_per_class") or n_sub_cols > 1
+        return "classification", "proba_multi" if several else "proba_binary"
     return "classification", "label"
 
 
@@ -226,9 +227,10 @@ def _infer(competition: dict, packages: dict) -> DatasetInfo:
     else:
         target = sub_cols[0]
     kind = competition.get("grader_kind")
-    task, output = grader_output(kind, len(sub_cols))
-    if kind is None and pd.api.types.is_float_dtype(train[target]) and train[target].nunique() > 20:
-        task, output = "regression", "value"  # no kind given: guess from the target
+    task, output = grader_output(competition, len(sub_cols))
+    if competition.get("classification") is None and pd.api.types.is_float_dtype(train[target]) \
+            and train[target].nunique() > 20:
+        task, output = "regression", "value"  # no traits given: guess from the target
     info = DatasetInfo(public_dir=public_dir, grader=grader, id_col=id_col, submission_cols=sub_cols,
                        target_col=target, task=task, output=output, n_rows=len(train),
                        columns=[str(c) for c in train.columns], sample_file=os.path.basename(sample_path),
