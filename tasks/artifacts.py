@@ -6,10 +6,8 @@ directory's name so each run has its own artifacts.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.artifacts import (
@@ -28,6 +26,22 @@ from swarm_evo.reporting import report as views
 from swarm_evo.run.session import get_session
 from swarm_evo.step import persistence
 from tasks._policy import TASK_DEFAULTS
+from tasks.live_views import (  # noqa: F401  (keys, links and views: importers use them from here)
+    LIVE_INTERVAL,
+    MAX_TREE_PREVIEW,
+    artifact_key,
+    lanes_artifact,
+    lanes_svg,
+    lineage_artifact,
+    node_links,
+    node_page_key,
+    node_table_artifact,
+    start_live_views,
+    step_run_name,
+    ui_link,
+    update_live_views,
+    write_run_pictures,
+)
 
 PROGRESS_INTERVAL = 10.0
 """Least seconds between two updates of a run's progress artifact. One update per node (a PATCH,
@@ -37,12 +51,6 @@ follows every epoch), and the end of the search always updates it (``final=True`
 
 _PROGRESS: dict[str, list] = {}  # run dir -> [artifact id, monotonic time of the last update]
 _LOCK = threading.Lock()
-
-
-def artifact_key(run_dir: str, kind: str) -> str:
-    """``<run-dir-name>-<kind>`` reduced to Prefect's key alphabet."""
-    name = re.sub(r"[^a-z0-9-]+", "-", get_session(run_dir).run_dir.name.lower()).strip("-")
-    return f"{name}-{kind}"[:100]
 
 
 def run_tags(run_dir: str) -> list[str]:
@@ -91,12 +99,16 @@ def start_progress(run_dir: str) -> None:
     )
     with _LOCK:
         _PROGRESS[run_dir] = [str(artifact_id), time.monotonic()]
+    start_live_views(run_dir)
 
 
 def update_progress(run_dir: str, final: bool = False) -> None:
     """Set the progress artifact to the journal's share of the budget and its description to the
     progress line (nodes, valid, best, cost). Skipped when the last update is less than
-    :data:`PROGRESS_INTERVAL` s old, unless ``final`` (the end of the search)."""
+    :data:`PROGRESS_INTERVAL` s old, unless ``final`` (the end of the search). The steps call it
+    after every node they append, so it also replaces the live views when they are due
+    (:func:`update_live_views`)."""
+    update_live_views(run_dir, final=final)
     with _LOCK:
         entry = _PROGRESS.get(run_dir)
         if entry is None:
@@ -112,19 +124,6 @@ def update_progress(run_dir: str, final: bool = False) -> None:
         description=views.progress_line(session.journal, session.config.search.max_steps,
                                         session.ledger.totals()),
     )
-
-
-def ui_link(path: str) -> str:
-    """The Prefect UI's address of ``path`` (``runs/flow-run/<id>``, ``artifacts/key/<key>``) from
-    the UI's root: artifacts are read in the UI, so a link relative to its origin holds whichever
-    server shows them later (a run on the ephemeral API has a temporary address; the history is
-    shown by a later ``prefect server start``)."""
-    return f"/{path}"
-
-
-def node_page_key(run_dir: str, node: Node) -> str:
-    """The key of ``node``'s page artifact: ``<run>-node-<step>-<first 8 characters of its id>``."""
-    return artifact_key(run_dir, f"node-{node.step}-{node.id[:8]}")
 
 
 def publish_node_page(run_dir: str, node: Node) -> str | None:
@@ -149,12 +148,6 @@ def publish_node_page(run_dir: str, node: Node) -> str | None:
     return key
 
 
-def step_run_name(node: Node) -> str:
-    """The name a step's flow run gets once its node is appended: ``step<n>-<operation>-<id8>``
-    (the journal's step, not the launch order of ``draft-slot<n>``)."""
-    return f"step{node.step}-{node.operation}-{node.id[:8]}"
-
-
 def label_step_run(node: Node) -> None:
     """Rename the current (step) flow run :func:`step_run_name` and tag it ``node:<id8>`` and
     ``step:<n>`` (issue 54, item 4); nothing outside a flow run. A failure is logged, never raised."""
@@ -172,56 +165,11 @@ def label_step_run(node: Node) -> None:
         get_run_logger().warning("cannot rename the step's flow run: %s: %s", type(exc).__name__, exc)
 
 
-def node_links(run_dir: str) -> dict[str, dict[str, str]]:
-    """The node table's links (:func:`swarm_evo.reporting.report.node_table`): per node appended
-    in a Prefect run, ``page`` (its page artifact) and ``flow_run`` (its step's flow run), as
-    Markdown links, which the UI's table renders."""
-    session = get_session(run_dir)
-    links: dict[str, dict[str, str]] = {}
-    for node in session.journal.nodes:
-        flow_run_id = (node.metadata.get("prefect") or {}).get("flow_run_id")
-        if not flow_run_id:
-            continue
-        links[node.id] = {
-            "page": f"[node {node.step}]({ui_link('artifacts/key/' + node_page_key(run_dir, node))})",
-            "flow_run": f"[{step_run_name(node)}]({ui_link('runs/flow-run/' + flow_run_id)})",
-        }
-    return links
-
-
 @task(name="publish-node-table", **TASK_DEFAULTS)
 def publish_node_table(run_dir: str) -> None:
     """The node table artifact (one row per journal node; each row links the node's page and its
     step's flow run: :func:`node_links`)."""
-    session = get_session(run_dir)
-    create_table_artifact(
-        table=views.node_table(session.journal, node_links(run_dir)),
-        key=artifact_key(run_dir, "nodes"),
-        description=f"Journal nodes of {session.objective.id} ({session.run_dir}); the score column is what "
-        "the run selects on; exec_s_all_attempts sums every execution of a node, exec_s_last is the journal's exec_time",
-    )
-
-
-MAX_TREE_PREVIEW = 400_000
-"""Largest evolution-tree SVG (bytes) shown inline in the final report artifact; a larger tree
-is only linked (a huge artifact slows the UI's artifact lists)."""
-
-
-def write_run_pictures(run_dir: str) -> dict[str, Path]:
-    """Write ``RUN_DIR/best_fitness.png`` and ``RUN_DIR/evolution_tree.html``; return their paths
-    (``chart``, ``tree``). A picture that cannot be drawn is logged and left out: it must not
-    fail a finished run."""
-    session = get_session(run_dir)
-    out: dict[str, Path] = {}
-    for name, draw, file in (
-        ("chart", charts.best_fitness_chart, charts.CHART_FILE),
-        ("tree", evolution_tree.evolution_tree_html, evolution_tree.TREE_FILE),
-    ):
-        try:
-            out[name] = draw(session.journal, session.run_dir / file)
-        except Exception as exc:  # a picture is a view: the run's results stand
-            get_run_logger().warning("cannot draw %s: %s: %s", file, type(exc).__name__, exc)
-    return out
+    node_table_artifact(run_dir)
 
 
 @task(name="publish-final-report", **TASK_DEFAULTS)
@@ -265,6 +213,7 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
         key=artifact_key(run_dir, "report"),
         description=f"Final report of {session.objective.id}",
     )
+    lineage_artifact(run_dir, chart=chart, final=True)
     if tree is not None:
         create_link_artifact(
             link=tree.resolve().as_uri(),
@@ -276,31 +225,13 @@ def publish_final_report(run_dir: str, grade: BaseModel) -> dict:
     return summary
 
 
-def lanes_svg(run_dir: str) -> str | None:
-    """The run's slot timeline (:func:`swarm_evo.reporting.slot_timeline.timeline_svg`), None before
-    any node recorded its lane."""
-    nodes = get_session(run_dir).journal.nodes
-    report = slot_timeline.lanes_report(nodes)
-    if report is None:
-        return None
-    spans = [s for s in slot_timeline.step_spans(nodes) if s.lane is not None]
-    return slot_timeline.timeline_svg(spans, report["lanes"])
-
-
 @task(name="publish-lanes", **TASK_DEFAULTS)
 def publish_lanes(run_dir: str) -> None:
     """The markdown artifact ``<run>-lanes``: the lanes' occupancy and the slot timeline so far
     (issue 52, item 6), replaced at every epoch's end while the run goes (the scheduler's
-    epoch-end thread) and once more at its end: one artifact per run, bounded by the epochs."""
-    svg = lanes_svg(run_dir)
-    if svg is None:
-        return
-    report = slot_timeline.lanes_report(get_session(run_dir).journal.nodes)
-    create_markdown_artifact(
-        markdown="\n".join(["# Lanes", *slot_timeline.lanes_lines(report, charts.svg_data_uri(svg))[3:]]) + "\n",
-        key=artifact_key(run_dir, "lanes"),
-        description=f"Lanes of {get_session(run_dir).objective.id}: occupancy {report['occupancy']}",
-    )
+    epoch-end thread), with the live views (:func:`update_live_views`) and once more at its end:
+    one keyed artifact per run."""
+    lanes_artifact(run_dir)
 
 
 def phase2_text(start: int | None) -> str:
