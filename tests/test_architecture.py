@@ -1,15 +1,18 @@
 """The house rules of docs/ARCHITECTURE.md that a test can check (issue 16, item 2; issue 33): no
-module outside the tests over 400 lines, no import circle among first-party modules (imports at
-any level of a file count, so a function-level import that dodges a circle is still one), no
+module outside the tests over 400 lines, no import circle among the modules of swarm_evo/, flows/,
+tasks/ and blocks/, nor among their packages (imports at any level of a file count, so a
+function-level import that dodges a circle is still one; imports under ``if TYPE_CHECKING:``
+never run and do not count, but may close no package circle beyond :data:`TYPE_ONLY_UPWARD`), no
 Prefect in the domain core ``swarm_evo/``, and the core's layers: ``swarm_evo/__init__.py``
 lists its units (packages and modules) lowest first, each unit's docstring says on its
-``May import:`` line which earlier units it may import, and its modules import no others."""
+``May import:`` line which earlier units it may import, and its modules import no others. One
+home for each list: the operations, the backends (issue 43) and the grader kinds (issue 55)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
@@ -35,17 +38,27 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for top in FIRST_PARTY for p in _python_files(top)}
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path, mtime_ns: int) -> ast.Module:
+    """``path`` parsed once per version (the tests of this file read the same files)."""
+    return ast.parse(path.read_text(), str(path))
+
+
+def _parse(path: Path) -> ast.Module:
+    return _tree(path, path.stat().st_mtime_ns)
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _import_nodes(tree: ast.AST):
-    """Every import statement of the file, at any depth, except under ``if TYPE_CHECKING:``
-    (never executed, so no circle at run time)."""
+def _import_nodes(tree: ast.AST, type_only: bool = False):
+    """Every import statement of the file, at any depth (a function-level import counts), except
+    under ``if TYPE_CHECKING:`` (never executed, so no circle at run time) unless ``type_only``."""
     def walk(node):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
+            if isinstance(child, ast.If) and _is_type_checking(child.test) and not type_only:
                 for sub in child.orelse:
                     yield from walk(ast.Module(body=[sub], type_ignores=[]))
                 continue
@@ -55,12 +68,13 @@ def _import_nodes(tree: ast.AST):
     yield from walk(tree)
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def _imports(name: str, path: Path, modules: dict[str, Path], type_only: bool = False) -> set[str]:
     """First-party modules ``name`` imports: ``import a.b`` → a.b; ``from a import b`` → a.b
-    when it is a module, else a; relative imports resolved against the module's package."""
+    when it is a module, else a; relative imports resolved against the module's package;
+    ``type_only``: the imports under ``if TYPE_CHECKING:`` too."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+    for node in _import_nodes(_parse(path), type_only):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -84,19 +98,123 @@ def test_no_module_outside_the_tests_is_over_400_lines():
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(f"{k} ({v})" for k, v in sorted(over.items()))
 
 
-def test_no_import_circle_among_first_party_modules():
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of ``graph``: its strongly connected components of more than one
+    module, each sorted (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to for the package graph: ``swarm_evo.<unit>``, or the top
+    folder (``flows``, ``tasks``, ``blocks``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "swarm_evo" and len(parts) > 1 else parts[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _module_graph(type_only: bool = False) -> dict[str, set[str]]:
+    """``{module: first-party modules it imports}`` of swarm_evo/, flows/, tasks/ and blocks/."""
     modules = _modules()
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
-    try:
-        tuple(TopologicalSorter(graph).static_order())
-    except CycleError as exc:
-        pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")
+    return {name: _imports(name, path, modules, type_only) for name, path in modules.items()}
+
+
+def _unit_graph(type_only: bool = False) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, targets in _module_graph(type_only).items():
+        if name == "swarm_evo":  # the core's own __init__ imports nothing; it only lists the units
+            continue
+        graph.setdefault(_unit(name), set()).update(
+            _unit(t) for t in targets if _unit(t) not in (_unit(name), "swarm_evo"))
+    return graph
+
+
+def test_no_import_circle_among_first_party_modules():
+    """Modules of swarm_evo/, flows/, tasks/ and blocks/; every import at any level of a file
+    counts, a function-level one too; imports under ``if TYPE_CHECKING:`` do not (they never
+    run). Lists every circle at once."""
+    circles = _circles(_module_graph())
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_no_import_circle_among_packages():
+    """The same graph, each module counted as its package (``swarm_evo.<unit>``, ``flows``,
+    ``tasks``, ``blocks``): a package never imports one that imports it back, by any module."""
+    circles = _circles(_unit_graph())
+    assert not circles, "package circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+TYPE_ONLY_UPWARD = {("swarm_evo.sandbox", "swarm_evo.config")}
+"""Type-only imports (under ``if TYPE_CHECKING:``) that point up a layer: the sandbox backends'
+builders annotate the ``RunConfig`` they read (``sandbox/backends.py``, ``factory.py``,
+``gpu_slots.py``). Never executed, so no circle at run time; no other may join them."""
+
+
+def test_type_only_imports_close_no_other_package_circle():
+    graph = _unit_graph(type_only=True)
+    for source, target in TYPE_ONLY_UPWARD:
+        graph.get(source, set()).discard(target)
+    circles = _circles(graph)
+    assert not circles, ("a type-only import closes a package circle (import the type from a lower "
+                         "package, or take what it needs as data):\n" + "\n".join(" <-> ".join(c) for c in circles))
+
+
+def test_a_function_level_circle_would_be_caught(tmp_path):
+    """A circle through an import inside a function is one; through ``if TYPE_CHECKING:`` not."""
+    def graph(files: dict[str, str], type_only: bool = False) -> dict[str, set[str]]:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))  # a new folder: no parse cached for it
+        folder.mkdir()
+        modules = {name: folder / f"{name}.py" for name in files}
+        for name, text in files.items():
+            modules[name].write_text(text)
+        return {name: _imports(name, path, modules, type_only) for name, path in modules.items()}
+
+    type_only = {"c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n", "d": "import c\n"}
+    assert _circles(graph({"a": "def f():\n    import b\n", "b": "import a\n", **type_only})) == [["a", "b"]]
+    assert _circles(graph({"a": "import d\n", **type_only})) == []
+    assert _circles(graph({"a": "import d\n", **type_only}, type_only=True)) == [["a", "c", "d"]]
 
 
 def test_the_domain_core_never_imports_prefect():
     offenders = []
     for path in _python_files("swarm_evo"):
-        for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+        for node in _import_nodes(_parse(path)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(n == "prefect" or n.startswith("prefect.") for n in names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
@@ -111,7 +229,7 @@ _MAY_IMPORT = re.compile(r"^May import: (.+?)(?:\n\n|\Z)", re.M | re.S)
 
 
 def _docstring(path: Path) -> str:
-    return ast.get_docstring(ast.parse(path.read_text(), str(path))) or ""
+    return ast.get_docstring(_parse(path)) or ""
 
 
 def _layers() -> list[str]:
@@ -239,11 +357,11 @@ GRADERS_MODULE = "swarm_evo/competition/graders.py"
 """Where the grader kinds and their traits are written (``KINDS``; issue 55, item 4)."""
 
 
-def _kind_comparisons(source: str, kinds: set[str]) -> list[tuple[int, list[str]]]:
+def _kind_comparisons(source: str | ast.AST, kinds: set[str]) -> list[tuple[int, list[str]]]:
     """``(line, kinds)`` of every comparison of something named ``*kind`` with a grader kind's
     name (``grader.kind == "regression"``, ``kind in ("probability", ...)``)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if not isinstance(node, ast.Compare):
             continue
         operands = [node.left, *node.comparators]
@@ -263,7 +381,7 @@ def test_only_the_graders_module_reads_a_grader_kinds_name():
 
     offenders = [f"{path.relative_to(ROOT)}:{line}: {names}"
                  for top in FIRST_PARTY for path in _python_files(top) if str(path.relative_to(ROOT)) != GRADERS_MODULE
-                 for line, names in _kind_comparisons(path.read_text(), set(KINDS))]
+                 for line, names in _kind_comparisons(_parse(path), set(KINDS))]
     assert not offenders, ("read Grader.traits (swarm_evo/competition/graders.py::KINDS) instead of a kind's "
                            "name:\n" + "\n".join(offenders))
 
