@@ -372,3 +372,22 @@ def program_full(tag: str, **overrides: str) -> str:
     body = {l: f"{l.lower()}_{tag} = build_{l.lower()}(seed=1234)\n" for l in G.LOCI}
     body.update(overrides)
     return "import numpy as np\n" + "".join(f"# [SECTION: {l}]\n{body[l]}" for l in G.LOCI)
+
+
+def test_phase2_shares_come_from_the_registry_and_the_search_keys():
+    """A Phase 2 operation with a ``search.<name>_probability`` key is drawn with that share, in
+    the registry's order, the rest mutating (issue 55: a new operation is no change here)."""
+    from types import SimpleNamespace
+
+    from swarm_evo.config import SearchConfig
+    from swarm_evo.step.operations import phase2_shares
+
+    assert phase2_shares(SearchConfig(merge_probability=0.3)) == {"merge": 0.3}
+    shares = phase2_shares(SimpleNamespace(merge_probability=0.25, mutate_probability=0.5))
+    assert shares == {"merge": 0.25, "mutate": 0.5}
+    j = journal(("a", 0.5, {}))
+    j.append(node("b", 0.6))
+    rng = random.Random(0)
+    ops = Counter(choose_phase2_operation(j, rng, {"merge": 0.25, "crossover": 0.5}) for _ in range(4000))
+    assert abs(ops["merge"] / 4000 - 0.25) < 0.03 and abs(ops["crossover"] / 4000 - 0.5) < 0.03
+    assert abs(ops["mutate"] / 4000 - 0.25) < 0.03

@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from swarm_evo.population.hidden_display import shown_hidden
 from swarm_evo.population.genes import DEFAULT_STUB_THRESHOLD, LOCI, gene_id, non_stub_loci
@@ -285,10 +285,13 @@ def select_mutation_target(
 
 
 def choose_phase2_operation(
-    journal: Journal, rng: random.Random, merge_probability: float = 0.5
+    journal: Journal, rng: random.Random, shares: float | Mapping[str, float] = 0.5
 ) -> str:
-    """The Phase 2 operation (SPEC §6 C): ``merge`` with probability ``merge_probability``, else
-    ``mutate``; ``mutate`` when < 2 valid nodes.
+    """The Phase 2 operation (SPEC §6 C): each operation of ``shares`` with its probability, in
+    its order (``{"merge": 0.5}``: a merge with probability 0.5; a float is merge's share), else
+    ``mutate``; ``mutate`` when < 2 valid nodes. The shares come from the search configuration's
+    ``<operation>_probability`` keys (:func:`swarm_evo.step.operations.phase2_shares`), so a new
+    Phase 2 operation is chosen here without a change.
 
     One ``rng.random()`` is drawn on every call, so the random stream does not depend on the
     pool size.
@@ -296,7 +299,12 @@ def choose_phase2_operation(
     draw = rng.random()
     if len(journal.valid_pool()) < 2:
         return "mutate"
-    return "merge" if draw < merge_probability else "mutate"
+    edge = 0.0
+    for operation, share in ({"merge": shares} if isinstance(shares, (int, float)) else shares).items():
+        edge += share
+        if draw < edge:
+            return operation
+    return "mutate"
 
 
 def draft_history(journal: Journal, include_failed: bool = False) -> list[dict[str, Any]]:

@@ -95,17 +95,26 @@ def prepare_draft(session: RunSession, slot: int) -> OperationRequest:
     )
 
 
+def phase2_shares(search: Any) -> dict[str, float]:
+    """``{operation: probability}`` of the Phase 2 choice: every Phase 2 operation of the registry
+    that has a ``search.<name>_probability`` key (``merge_probability``), in the registry's order;
+    the rest of the draw mutates (:func:`swarm_evo.search.selection.choose_phase2_operation`)."""
+    return {op.name: getattr(search, f"{op.name}_probability") for op in registry.operators()
+            if op.phase == 2 and hasattr(search, f"{op.name}_probability")}
+
+
 def prepare_phase2(session: RunSession, slot: int) -> OperationRequest:
     """Phase 2: merge (pheromone gene plan, primary parent) or mutate (tournament, non-stub gene).
 
-    The operation is a merge with probability ``merge_probability``; a merge needs ≥ 2 valid
-    nodes and a gene plan, otherwise the step mutates (SPEC §6). Raises ValueError when the
-    valid pool is empty (the caller must not start Phase 2 steps then).
+    The operation is a merge with probability ``merge_probability`` (:func:`phase2_shares`); a
+    merge needs ≥ 2 valid nodes and a gene plan, otherwise the step mutates (SPEC §6). Raises
+    ValueError when the valid pool is empty (the caller must not start Phase 2 steps then). A new
+    Phase 2 operation adds its ``search.<name>_probability`` key and its branch here.
     """
     journal = session.journal
     search = session.config.search
     rng = step_rng(session, slot, "select")
-    operation = choose_phase2_operation(journal, rng, search.merge_probability)
+    operation = choose_phase2_operation(journal, rng, phase2_shares(search))
     if operation == "merge":
         with session.lock:
             plan = select_gene_plan(
