@@ -4,9 +4,11 @@ Starts the stand-in model server (``tests/llm_server``) on 127.0.0.1 with progra
 lognormal number of seconds before they train (``Scenario.program_seconds``: median, sigma,
 low, high), runs ``swarm-evo run`` on the built-in ``sklearn-wine`` competition with
 ``--workers`` lanes and prints, per run: the code it ran, the steps, the run's wall seconds,
-the lanes' occupancy (busy lane-seconds / (lanes × wall),
-:func:`swarm_evo.reporting.slot_timeline.occupancy`), the model's share of the busy time and
-the staleness (nodes appended while a step ran). The same programs' seconds come from the
+the slots' occupancy counted two ways (busy slot-seconds / (slots × wall),
+:func:`swarm_evo.reporting.slot_timeline.occupancy`): ``step_occupancy`` counts a slot busy for
+a whole step (model included: what the epoch-barrier scheduler's slots held), ``lane_occupancy``
+only while a program runs (issue 52: the model never holds a slot; None for code before it),
+the mean wait for a lane and the proposals' staleness. The same programs' seconds come from the
 scenario's seed, so two runs of the same settings sleep the same.
 
 To compare with the epoch-barrier scheduler of before issue 52, check that commit out beside
@@ -46,15 +48,20 @@ def one_run(server: StandInServer, code: Path, args, data_dir: Path, index: int)
     result = run_swarm(
         workdir, data_dir, api_base=server.api_base_for("openai/stand-in"), competition_id="sklearn-wine",
         max_steps=args.steps, parallel_workers=args.workers, timeout=args.timeout,
-        search_config={"fitness": "printed", "debug_max_attempts": 1},
+        search_config={"fitness": "printed", "debug_max_attempts": 1,
+                       **({"proposal_backlog": args.backlog} if args.backlog is not None else {})},
         sandbox_config={"exec_timeout": 60},
         env_extra={"PYTHONPATH": str(code.resolve())},
     )
     nodes = [Node.model_validate(n) for n in result.nodes]
-    stats = occupancy(step_spans(nodes), args.workers)
+    steps = occupancy(step_spans(nodes, per="step"), args.workers)  # what the barrier's slots held: whole steps
+    runs = occupancy(step_spans(nodes), args.workers)  # issue 52: a lane is held by a program only (None before)
     elapsed = (result.journal or {}).get("info", {}).get("elapsed_seconds")
     return {"code": str(code), "exit": result.returncode, "steps": len(nodes), "run_s": round(result.seconds, 1),
-            "elapsed_s": elapsed, **stats, "command": " ".join(result.cmd)}
+            "elapsed_s": elapsed, "wall_s": steps["wall_s"], "step_occupancy": steps["occupancy"],
+            "lane_occupancy": runs["occupancy"], "mean_wait_s": runs["mean_wait_s"],
+            "mean_staleness": runs["mean_staleness"], "max_staleness": runs["max_staleness"],
+            "backlog": args.backlog, "latency": args.latency, "command": " ".join(result.cmd)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=lambda t: [float(x) for x in t.split(",")], default=[3.0, 0.9, 1.0, 20.0],
                         help="median,sigma,low,high of the programs' lognormal sleep (default 3,0.9,1,20)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the model waits before each reply")
+    parser.add_argument("--backlog", type=int, default=None,
+                        help="search.proposal_backlog (default: the run's default; codes before issue 52 ignore it: leave unset)")
     parser.add_argument("--code", type=Path, action="append", default=None,
                         help="a checkout whose code runs (repeat to compare; default: this one)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/steady-state"))

@@ -1,30 +1,36 @@
-"""Steady-state step scheduling (issue 52, item 1): a step starts as soon as a slot is free.
+"""Steady-state step scheduling (issue 52, items 1 and 2): every lane busy, the model never holding one.
 
 Before issue 52 a run executed its steps in epochs: ``steps_per_epoch`` step subflows, at most
 ``parallel_workers`` at once, then a wait for **all** of them before the node table, the agent
 evolution and the next epoch; the slowest program of every epoch ran alone while the other
-slots waited. :class:`StepScheduler` keeps one step subflow in flight per *lane* for the whole
-run; the lanes are ``search.parallel_workers``, or the run's GPU slots when it is given GPUs
-(device groups × ``sandbox.slots_per_gpu``: :func:`swarm_evo.sandbox.factory.execution_workers`;
-each execution takes its device group from the sandbox's allocator):
+slots waited, and a slot waited while the model wrote. Now:
 
-* **No barrier.** When a step ends, its lane takes the next step at once, while budget, time,
-  cost and the phase's rule allow (:meth:`StepScheduler.run`); each step still reserves its
-  budget slot first (SPEC §6: the budget is never exceeded; the time limit is checked before
-  every step: :meth:`swarm_evo.run.budget.Budget.reserve`, :func:`swarm_evo.step.limits.check_limits`).
+* **Lanes hold programs, not steps.** The run's execution lanes (``search.parallel_workers``, or
+  its GPU slots when it is given GPUs: device groups × ``sandbox.slots_per_gpu``,
+  :func:`swarm_evo.sandbox.gpu_slots.execution_workers`) are held by an execution only while its
+  program runs (:class:`swarm_evo.run.lanes.ExecutionLanes`, taken in
+  :func:`swarm_evo.step.execution.execute_program`); a step writes its program, has its fixes
+  written and is reviewed without one.
+* **Proposals are written ahead.** :class:`StepScheduler` keeps up to lanes +
+  ``search.proposal_backlog`` steps in flight (default: one more per lane; 0: one step per lane,
+  which then waits while the model writes and reviews), each written from the journal as it is
+  when the step starts; each node records the proposal's staleness (``metadata.schedule``: nodes
+  appended between its start and its first execution). Model calls have their own limit (``model.max_concurrent_calls``).
+  Each step still reserves its budget slot first (SPEC §6: the budget is never exceeded; the time
+  limit is checked before every step: :meth:`swarm_evo.run.budget.Budget.reserve`,
+  :func:`swarm_evo.step.limits.check_limits`).
 * **An epoch is a count of appended nodes**: epoch ``k`` ends when the journal reaches
   ``k · steps_per_epoch`` nodes, and a step belongs to the epoch current when it starts. What
-  happens at an epoch's end (the node table, the lanes artifact, the agent evolution when due) runs on a thread of
-  its own while the lanes go on; a step started meanwhile uses the agent texts current at its
-  start (the node records ``metadata.agent_generation``). No agent evolution is run once no
+  happens at an epoch's end (the node table, the lanes artifact, the agent evolution when due)
+  runs on a thread of its own while the steps go on; a step started meanwhile uses the agent
+  texts current at its start (``metadata.agent_generation``). No agent evolution runs once no
   further step can start (it would pay for texts nobody uses).
 * **Phases hand over without waiting**: Phase 1 stops starting drafts once K valid nodes exist
   (``keep_going``) and returns with its drafts still in flight (they still count); Phase 2's
-  steps start in the lanes they free. One scheduler serves the whole run (:func:`open_scheduler`,
+  steps start beside them. One scheduler serves the whole run (:func:`open_scheduler`,
   :func:`close_scheduler`, which waits for every step still running).
-* **What a person sees**: each step's lane, start and the journal's length then are recorded on
-  its node (``metadata.schedule``, :func:`flows._step.run_step`): the slot timeline
-  (:mod:`swarm_evo.reporting.slot_timeline`).
+* **What a person sees**: each execution's lane, wait and times (the slot timeline,
+  :mod:`swarm_evo.reporting.slot_timeline`).
 
 Subflows run in threads with the submitting flow's context, so Prefect records each step as a
 child of the phase flow that started it.
@@ -40,8 +46,8 @@ from typing import Callable
 from prefect import get_run_logger
 
 from flows._subflow import subflow_context
+from swarm_evo.run.lanes import CURRENT_TICKET, ExecutionLanes, StepTicket, backlog_size
 from swarm_evo.run.session import get_session
-from swarm_evo.sandbox.gpu_slots import execution_workers
 from swarm_evo.step import limits
 from tasks.agents import evolve_agents
 from tasks.artifacts import publish_lanes, publish_node_table
@@ -66,9 +72,8 @@ def epoch_of(nodes: int, steps_per_epoch: int) -> int:
 
 
 class StepScheduler:
-    """The run's lanes: at most one step subflow per lane at once (``search.parallel_workers``, or
-    the GPU slots), each started
-    the moment a lane is free (module docstring). Not for use from two flows at the same time.
+    """The run's steps, started without a barrier and written ahead of the lanes (module docstring).
+    Not for use from two flows at the same time.
 
     Args:
         run_dir: the open session's run directory (:func:`swarm_evo.run.session.get_session`).
@@ -78,20 +83,21 @@ class StepScheduler:
         self.run_dir = run_dir
         self.session = get_session(run_dir)
         search = self.session.config.search
-        self.workers = max(1, execution_workers(self.session.config))  # GPU slots when sandbox.gpus is given
+        self.lanes = self.session.lanes or ExecutionLanes(max(1, search.parallel_workers))
+        self.backlog = backlog_size(self.session.config)
+        self.max_in_flight = self.lanes.size + self.backlog  # one per lane, and the proposals written ahead
         self.steps_per_epoch = max(1, search.steps_per_epoch)
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="step")
+        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="step")
         self._epoch_end = ThreadPoolExecutor(max_workers=1, thread_name_prefix="epoch-end")
-        self._in_flight: dict[Future, int] = {}  # future -> lane
-        self._free_lanes = list(range(self.workers))
+        self._in_flight: dict[Future, StepTicket] = {}  # future -> the step's ticket
+        self._kinds: dict[Future, str] = {}  # future -> the step flow's name
         self._epoch_end_jobs: list[Future] = []
         self._epochs_ended = len(self.session.journal) // self.steps_per_epoch
         self._crashes_in_a_row = 0
-        self._kinds: dict[Future, str] = {}  # future -> the step flow's name
 
     @property
     def in_flight(self) -> int:
-        """Steps running now."""
+        """Steps running now (writing, waiting for a lane, executing or being reviewed)."""
         return len(self._in_flight)
 
     def running(self, step_flow: Callable) -> int:
@@ -105,10 +111,10 @@ class StepScheduler:
         return epoch_of(len(self.session.journal), self.steps_per_epoch)
 
     def run(self, choose: StepChooser, keep_going: Callable[[], bool] = lambda: True, wait_all: bool = True) -> None:
-        """Fill free lanes with ``choose()``'s steps while ``keep_going()`` and the run's limits
-        allow; return when nothing is in flight and nothing can start, or, with ``wait_all``
-        False, as soon as ``keep_going()`` turns False (steps in flight go on: a later
-        :meth:`run` or :func:`close_scheduler` collects them).
+        """Start ``choose()``'s steps while ``keep_going()``, the run's limits and the backlog
+        allow (fewer than lanes + ``search.proposal_backlog`` steps in flight); return when nothing is in flight and nothing
+        can start, or, with ``wait_all`` False, as soon as ``keep_going()`` turns False (steps in
+        flight go on: a later :meth:`run` or :func:`close_scheduler` collects them).
 
         Raises:
             StepsCrashedError: ``steps_per_epoch`` steps in a row crashed.
@@ -142,7 +148,7 @@ class StepScheduler:
     # ------------------------------------------------------------------ inside
     def _fill(self, choose: StepChooser, keep_going: Callable[[], bool]) -> None:
         session = self.session
-        while self._free_lanes and keep_going() and not session.finished:
+        while len(self._in_flight) < self.max_in_flight and keep_going() and not session.finished:
             if limits.check_limits(session):  # a stop (cost, failing model) starts no new step
                 return
             step_flow = choose()
@@ -151,15 +157,17 @@ class StepScheduler:
             slot = session.budget.reserve()
             if slot is None:  # budget spent or time up
                 return
-            lane = self._free_lanes.pop(0)
-            future = self._pool.submit(contextvars.copy_context().run, self._one_step, step_flow, slot, self.epoch, lane)
-            self._in_flight[future] = lane
+            ticket = StepTicket(session.budget.elapsed(), len(session.journal))
+            context = contextvars.copy_context()
+            context.run(CURRENT_TICKET.set, ticket)
+            future = self._pool.submit(context.run, self._one_step, step_flow, slot, self.epoch)
+            self._in_flight[future] = ticket
             self._kinds[future] = getattr(step_flow, "name", "")
 
-    def _one_step(self, step_flow: Callable, slot: int, epoch: int, lane: int):
+    def _one_step(self, step_flow: Callable, slot: int, epoch: int):
         try:
             with subflow_context(self.session.config.search.subflow_heartbeats):
-                state = step_flow(run_dir=self.run_dir, slot=slot, epoch=epoch, lane=lane, return_state=True)
+                state = step_flow(run_dir=self.run_dir, slot=slot, epoch=epoch, return_state=True)
             if state.is_failed() and state.name == DEAD:  # a dead node: the step did its work (issue 54, item 2)
                 return state.result(raise_on_failure=False)
             return state.result()  # raises what crashed the step
@@ -172,10 +180,8 @@ class StepScheduler:
             return CRASHED
 
     def _collect(self, future: Future, raise_crashes: bool = True) -> None:
-        lane = self._in_flight.pop(future)
+        self._in_flight.pop(future)
         self._kinds.pop(future, None)
-        self._free_lanes.append(lane)
-        self._free_lanes.sort()
         if future.result() is CRASHED:
             self._crashes_in_a_row += 1
         else:

@@ -13,6 +13,7 @@ from flows.debug_attempt import debug_attempt, generation_failed
 from swarm_evo.search.debug_chain import Attempt, debug_flagged, recorded_output, run_debug_chain
 from swarm_evo.llm.errors import DeadlineReached
 from swarm_evo.population.node import Node, new_node_id
+from swarm_evo.run.lanes import CURRENT_TICKET, StepTicket
 from swarm_evo.run.session import get_session
 from swarm_evo.step import assembly, attempt_files, limits, review_call
 from swarm_evo.step.request import OperationRequest, release_request
@@ -63,13 +64,12 @@ def _failed_generation(session, run_dir: str, node_id: str, request, exc: BaseEx
     return _outcome(node)
 
 
-def run_step(run_dir: str, slot: int, epoch: int, select: Callable, lane: int | None = None) -> dict | State:
+def run_step(run_dir: str, slot: int, epoch: int, select: Callable) -> dict | State:
     """select → generate (+ static check and self-fix) → execute → debug chain → review → append.
 
-    The node records where and when the step ran (issue 52): ``metadata.schedule`` =
-    ``{"lane": the scheduler's lane, "started_s": the run's elapsed seconds at the step's start,
-    "nodes_at_start": the journal's length then}``; the nodes appended while it ran (its
-    staleness) are ``step - 1 - nodes_at_start``.
+    The node records when the step started (issue 52): ``metadata.schedule`` =
+    ``{"started_s": the run's elapsed seconds at its start, "nodes_at_start": the journal's length
+    then}``, to which its assembly adds its executions (lanes, waits, times) and ``nodes_at_exec``.
 
     Whatever happens after selection, the request's claims end with the step: a merge's gene
     plan leaves ``plans_in_flight`` and a greedy debug's leaf ``debugs_in_flight``, so a step
@@ -78,7 +78,8 @@ def run_step(run_dir: str, slot: int, epoch: int, select: Callable, lane: int | 
     """
     session = get_session(run_dir)
     started = time.perf_counter()
-    schedule = {"lane": lane, "started_s": round(session.budget.elapsed(), 3), "nodes_at_start": len(session.journal)}
+    ticket = CURRENT_TICKET.get()  # the scheduler's: when it decided to start this step
+    schedule = (ticket or StepTicket(session.budget.elapsed(), len(session.journal))).schedule()
     request: OperationRequest = select(run_dir, slot)
     request.metadata["schedule"] = schedule
     try:

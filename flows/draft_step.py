@@ -9,7 +9,6 @@ from tasks.generate import select_draft
 
 
 @flow(name="draft-step", flow_run_name="draft-slot{slot}")
-def draft_step(run_dir: str, slot: int, epoch: int, lane: int | None = None):
-    """Draft a new solution (draft.j2 with the draft history) and take it through the step
-    (``lane``: the scheduler's lane that runs it, :mod:`flows._scheduler`)."""
-    return run_step(run_dir, slot, epoch, select_draft, lane)
+def draft_step(run_dir: str, slot: int, epoch: int):
+    """Draft a new solution (draft.j2 with the draft history) and take it through the step."""
+    return run_step(run_dir, slot, epoch, select_draft)

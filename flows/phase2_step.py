@@ -9,7 +9,6 @@ from tasks.generate import select_phase2
 
 
 @flow(name="phase2-step", flow_run_name="phase2-slot{slot}")
-def phase2_step(run_dir: str, slot: int, epoch: int, lane: int | None = None):
-    """Merge (pheromone gene plan) or mutate (tournament parent) and take it through the step
-    (``lane``: the scheduler's lane that runs it, :mod:`flows._scheduler`)."""
-    return run_step(run_dir, slot, epoch, select_phase2, lane)
+def phase2_step(run_dir: str, slot: int, epoch: int):
+    """Merge (pheromone gene plan) or mutate (tournament parent) and take it through the step."""
+    return run_step(run_dir, slot, epoch, select_phase2)

@@ -43,10 +43,10 @@ def select_greedy(run_dir: str, slot: int) -> OperationRequest:
 
 
 @flow(name="greedy-step", flow_run_name="greedy-slot{slot}")
-def greedy_step(run_dir: str, slot: int, epoch: int, lane: int | None = None):
+def greedy_step(run_dir: str, slot: int, epoch: int):
     """One greedy-policy step (AIDE ``Agent.step``) taken through the shared step body (which
     ends the claim on a debugged leaf even when the step crashes)."""
-    return run_step(run_dir, slot, epoch, select_greedy, lane)
+    return run_step(run_dir, slot, epoch, select_greedy)
 
 
 @flow(name="policy-search", flow_run_name="{policy}-search")

@@ -36,7 +36,8 @@ def wine_run(prefect_server, tmp_path_factory):
     prepare_competition("sklearn-wine", None, tmp / "data")
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({
-        "search": {"steps_per_epoch": 2, "phase1_target_nodes": 4, "parallel_workers": 2},
+        "search": {"steps_per_epoch": 2, "phase1_target_nodes": 4, "parallel_workers": 2,
+                   "proposal_backlog": 0},  # 2 steps at once: evolutions while steps can still start
         "agents": {"num_agents": 4, "evolution_interval": INTERVAL, "evolution_min_records": 4},
         "model": {"fault_rate": 0.0},  # the learning loops are under test, not the debug chain
         "sandbox": {"exec_timeout": 19},  # the offline model writes quick-tier programs for a 19 s limit
@@ -104,7 +105,9 @@ def test_prompts_carry_agent_texts_examples_and_evolution_log(wine_run):
     later = [r for e in load_evolutions(run_dir) if e.epoch >= last["epoch"] for r in e.rewrites
              if r.agent_id == last["agent_id"] and r.changed]
     seen = set()
-    for node in nodes[2:]:  # after the first epoch (2 parallel steps) the journal is not empty
+    for node in nodes:
+        if node["metadata"]["schedule"]["nodes_at_start"] == 0:  # written from an empty journal: no log yet
+            continue
         prompt_file = run_dir / "nodes" / node["id"] / f"prompt-{node['operation']}.md"
         if not prompt_file.exists():
             continue
@@ -118,7 +121,7 @@ def test_prompts_carry_agent_texts_examples_and_evolution_log(wine_run):
             current = (run_dir / "agents" / node["agent_id"] / f"{node['operation']}.md").read_text().strip()
             then = later[0].old_texts[node["operation"]].strip() if later else current
             assert then in prompt, "the last prompt uses the strategy text its agent had when it was written"
-    assert {"draft", "mutate"} <= seen
+    assert "draft" in seen and seen & {"merge", "mutate"}, seen  # which Phase 2 operation repeats first varies
 
 
 def test_run_report_and_artifacts(wine_run):

@@ -358,7 +358,7 @@ def test_a_resumed_phase1_drafts_until_k_valid_then_phase2_with_the_epochs_of_th
 
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 4, "phase1_target_nodes": 2,
-                                                 "parallel_workers": 1},
+                                                 "parallel_workers": 1, "proposal_backlog": 0},
                                       "model": {"fault_rate": 0.0}}))
     run_dir = tmp_path / "run"
     two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(breast_cancer), run_dir=str(run_dir),
@@ -371,5 +371,5 @@ def test_a_resumed_phase1_drafts_until_k_valid_then_phase2_with_the_epochs_of_th
     valid_after = [sum(not m["is_buggy"] for m in nodes[: i + 1]) for i in range(len(nodes))]
     k_at = valid_after.index(2)  # the step at which the valid pool reached K
     assert all(n["phase"] == 1 and n["operation"] == "draft" for n in nodes[: k_at + 1])
-    assert all(n["phase"] == 2 for n in nodes[k_at + 1:]), "with one lane no draft was running at K"
+    assert all(n["phase"] == 2 for n in nodes[k_at + 1:]), "one step at a time: no draft was running at K"
     assert [n["epoch"] for n in nodes] == [1 + i // 4 for i in range(6)]

@@ -73,7 +73,7 @@ def _run(tmp: Path) -> list[dict]:
     prepare_competition("sklearn-breast-cancer", None, data)
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({
-        "search": {"steps_per_epoch": 4, "phase1_target_nodes": 3, "fitness": "printed"},
+        "search": {"steps_per_epoch": 4, "phase1_target_nodes": 3, "fitness": "printed", "proposal_backlog": 0},
         "model": {"fault_rate": 0.4, "repair_rate": 0.8},
         "sandbox": {"python": sys.executable},
     }))

@@ -37,6 +37,10 @@ class ModelConfig(Section):
     )
     timeout: float = Field(600, gt=0, description="Seconds per LLM call (cut to the run's remaining time).")
     num_retries: int = Field(2, ge=0, description="litellm retries for transient errors (cut to the remaining time).")
+    max_concurrent_calls: int | None = Field(
+        None, ge=1, description="Model calls of a run at once, all roles (a call waits for a free one; issue 52): None = "
+        "no limit beyond the scheduler's, one call per step in flight (execution slots + search.proposal_backlog) "
+        "and the agent evolution's; a local server that serves one request at a time wants 1.")
     max_consecutive_failures: int = Field(
         5, ge=1, description="Generation failures in a row (model errors after their retries, replies "
         "without a program) after which the run stops with exit 1; resume it once the model works "

@@ -33,7 +33,12 @@ class SearchConfig(Section):
     steps_per_epoch: int = Field(10, ge=1, description="Nodes per epoch: epoch k ends when the journal holds k · this many nodes (node table, agent evolution; the steps never wait for it).")
     phase1_target_nodes: int = Field(8, ge=1, description="K: no new draft starts once this many nodes are valid; drafts still running count (A, B).")
     debug_max_attempts: int = Field(2, ge=0, description="Chained debug attempts per node (D).")
-    parallel_workers: int = Field(2, ge=1, description="Steps run at once: each starts as soon as one ends (no epoch barrier).")
+    parallel_workers: int = Field(2, ge=1, description="Execution slots: programs that run at once (the GPU slots "
+                                  "replace it when sandbox.gpus is given); a program holds one only while it runs.")
+    proposal_backlog: int | None = Field(
+        None, ge=0, description="Steps in flight beyond one per execution slot (issue 52): their programs are written "
+        "and reviewed while other programs run. None = one per slot; 0 = one step per slot, which then waits while "
+        "the model writes and reviews.")
     tournament_k: int = Field(3, ge=1, description="Tournament size for the mutate parent (H).")
     merge_probability: float = Field(0.5, ge=0, le=1, description="Share of merges in Phase 2 (C).")
     stub_threshold: int = Field(20, ge=0, description="Code characters below which a gene is a stub.")

@@ -27,8 +27,10 @@ Failing models (issue 7; the policy is written out in tasks/_policy.py):
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -64,6 +66,26 @@ def retry_policy(num_retries: int) -> RetryPolicy:
     ``litellm.completion``'s wrapper in 1.106.2: ``utils.get_num_retries_from_retry_policy``)."""
     return import_litellm().RetryPolicy(DefaultRetries=num_retries, BadRequestErrorRetries=0, AuthenticationErrorRetries=0,
                        NotFoundErrorRetries=0, ContentPolicyViolationErrorRetries=0)
+
+
+_CALL_SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_CALL_SLOTS_LOCK = threading.Lock()
+
+
+@contextmanager
+def call_slot(endpoint: ModelEndpoint) -> Iterator[None]:
+    """Hold one of the model calls a run may make at once (``endpoint.max_concurrent_calls``,
+    shared by every endpoint writing to the same ledger: the run's code, review and evolution
+    calls; issue 52) for the ``with`` block; no limit when it is None."""
+    limit = endpoint.max_concurrent_calls
+    if limit is None:
+        yield
+        return
+    key = (endpoint.ledger_path or endpoint.name, limit)
+    with _CALL_SLOTS_LOCK:
+        slots = _CALL_SLOTS.setdefault(key, threading.BoundedSemaphore(limit))
+    with slots:
+        yield
 
 
 def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, **extra: Any):
@@ -122,19 +144,20 @@ def call_model(endpoint: ModelEndpoint, messages: list[dict], ctx: dict | None, 
             ctx["injected_failure_rate"] = endpoint.injected_failure_rate
         kwargs["metadata"] = {"swarm_evo": ctx}
     operation = (ctx or {}).get("purpose")
-    started = time.perf_counter()
-    try:
-        response = import_litellm().completion(**kwargs)
-    except Exception as exc:
-        _record(endpoint, operation, ok=False, seconds=time.perf_counter() - started,
-                error=f"{type(exc).__name__}: {exc}")
-        after = endpoint.time_left()
-        if isinstance(exc, transient_errors()) and after is not None and after < RETRY_HORIZON:
-            raise DeadlineReached(
-                f"{type(exc).__name__} with {max(0.0, after):.0f} s left before the time limit: not retried"
-            ) from exc
-        raise
-    seconds = time.perf_counter() - started
+    with call_slot(endpoint):  # the run's own limit on model calls at once (model.max_concurrent_calls)
+        started = time.perf_counter()
+        try:
+            response = import_litellm().completion(**kwargs)
+        except Exception as exc:
+            _record(endpoint, operation, ok=False, seconds=time.perf_counter() - started,
+                    error=f"{type(exc).__name__}: {exc}")
+            after = endpoint.time_left()
+            if isinstance(exc, transient_errors()) and after is not None and after < RETRY_HORIZON:
+                raise DeadlineReached(
+                    f"{type(exc).__name__} with {max(0.0, after):.0f} s left before the time limit: not retried"
+                ) from exc
+            raise
+        seconds = time.perf_counter() - started
     usage = getattr(response, "usage", None)
     cost = 0.0 if endpoint.is_offline else (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     call_usage = LLMUsage(

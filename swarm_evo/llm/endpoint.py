@@ -50,6 +50,9 @@ class ModelEndpoint(BaseModel):
     max_cost_usd: float | None = None
     injected_failure_rate: float = Field(0.0, ge=0, le=1)
     """Offline model only: chance that a call fails on purpose (swarm_evo/llm/offline/failures.py)."""
+    max_concurrent_calls: int | None = Field(None, ge=1)
+    """Calls through endpoints of one ledger (one run, every role) at once (``model.max_concurrent_calls``);
+    None: no limit (:func:`swarm_evo.llm.client.call_model` waits for a free one; issue 52)."""
 
     @property
     def is_offline(self) -> bool:

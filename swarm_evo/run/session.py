@@ -1,9 +1,8 @@
 """RunSession: everything one run shares across its steps, and the per-process registry.
 
-A session is opened once per run (by the main flow or the CLI) and looked up by run
-directory in the step subflows, so flow parameters stay small JSON values (run_dir, slot,
-epoch) while the journal, budget, sandbox and model endpoint are shared objects. Nothing here
-talks to Prefect.
+A session is opened once per run (by the main flow or the CLI) and looked up by run directory in
+the step subflows, so flow parameters stay small JSON values (run_dir, slot, epoch) while the
+journal, budget, lanes, sandbox and model endpoint are shared objects. Nothing here talks to Prefect.
 
 Run directory layout (SPEC §5)::
 
@@ -21,9 +20,8 @@ Run directory layout (SPEC §5)::
     RUN_DIR/run_report.json              operations, agents, evolutions, LLM calls and cost
     RUN_DIR/llm_calls.jsonl              every model call, failed ones too (swarm_evo/llm/ledger.py)
 
-A run optimises either a competition or a program-optimisation problem (SPEC §11); the
-:class:`~swarm_evo.objective.Objective` hides the difference from the search. Problem runs add
-the files listed in :mod:`swarm_evo.objective.problem`.
+A run optimises either a competition or a problem (SPEC §11); the :class:`~swarm_evo.objective.Objective`
+hides the difference from the search. Problem runs add the files of :mod:`swarm_evo.objective.problem`.
 """
 
 from __future__ import annotations
@@ -47,10 +45,12 @@ from swarm_evo.objective.fitness import DERIVED_DIRS, apply_fitness, choose_fitn
 from swarm_evo.objective.load import load_objective, recorded_data_dir
 from swarm_evo.population.journal import JOURNAL_FILE, Journal, JournalError
 from swarm_evo.run.budget import RUN_STATE_FILE, Budget, ElapsedRecorder, recorded_elapsed
+from swarm_evo.run.lanes import ExecutionLanes, model_call_limit
 from swarm_evo.run.prompt_budget import check_prompt_window
 from swarm_evo.run.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.run.preflight import open_sandbox, probe_endpoints, record_probe
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, backends
+from swarm_evo.sandbox.gpu_slots import execution_workers
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
 from swarm_evo.store import RunMirror, checked_store, mirror_run
 from swarm_evo.store.lease import new_owner
@@ -101,6 +101,7 @@ class RunSession:
     elapsed_recorder: ElapsedRecorder | None = None  # keeps RUN_DIR/run_state.json current while the session is open
     mirror: RunMirror | None = None  # mirrors RUN_DIR to STORE/runs/<name>/ (config ``store``)
     run_lock: RunDirLock | None = None  # this process's hold on RUN_DIR (one process per run directory)
+    lanes: ExecutionLanes | None = None  # the execution slots, held only while a program runs (issue 52)
 
     @property
     def review_endpoint(self) -> ModelEndpoint:
@@ -314,6 +315,7 @@ def open_session(
         "deadline": None if left is None else time.time() + left,  # model calls end by the time limit
         "ledger_path": str(run_dir / LEDGER_FILE),
         "max_cost_usd": config.model.max_cost_usd,  # no call starts once the run's calls cost this
+        "max_concurrent_calls": model_call_limit(config),  # model calls of the run at once (issue 52)
     })
     for probe in probes:
         record_probe(run_dir, probe)
@@ -334,6 +336,7 @@ def open_session(
         mirror=mirror,
         run_lock=hold,
     )
+    session.lanes = ExecutionLanes(execution_workers(config), budget.elapsed, lambda: len(journal))
     if continued:
         session.resume_report = reconcile(
             run_dir, journal, session.experience, dispatcher, containers_removed=_remove_stray_containers(config, run_dir)

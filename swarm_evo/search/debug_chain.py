@@ -42,7 +42,8 @@ class Attempt(BaseModel):
     ``evaluation`` the Eval Service summary for problems (None for competitions);
     ``hidden_score`` the host's grade of the submission's hidden rows (runs with a hidden split,
     issue 41; None otherwise); ``hidden_error`` the host's error when it could not grade them
-    (issue 53, item 10).
+    (issue 53, item 10); ``execution`` where and when it ran (its lane, wait, start and end:
+    :class:`swarm_evo.run.lanes.ExecutionRecord`; None when it ran outside the lanes).
     """
 
     attempt: int = 0
@@ -55,6 +56,7 @@ class Attempt(BaseModel):
     evaluation: dict | None = None
     hidden_score: float | None = None
     hidden_error: str | None = None
+    execution: dict | None = None
 
     @property
     def failed(self) -> bool:
@@ -70,6 +72,7 @@ class Attempt(BaseModel):
             "exec_time": self.result.exec_time,
             "problems": list(self.problems),
             "term_out": recorded_output(self.result.term_out),
+            **({"execution": self.execution} if self.execution is not None else {}),
         }
 
 
