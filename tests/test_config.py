@@ -131,3 +131,16 @@ def test_backend_only_keys_are_marked_from_the_registry():
         marked = readers != backends.NAMES
         assert field.description.startswith(f"({', '.join(readers)}) ") is marked, name
         assert marked or not any(field.description.startswith(f"({b})") for b in backends.NAMES), name
+
+
+def test_the_key_table_is_written_between_its_markers(tmp_path):
+    from swarm_evo.config.keys import BEGIN, END, key_table, write_table
+
+    page = tmp_path / "cli.md"
+    page.write_text(f"# Keys\n\n{BEGIN}\nold\n{END}\n\nafter\n")
+    assert write_table(page) is True and write_table(page) is False
+    assert page.read_text() == f"# Keys\n\n{key_table()}\n\nafter\n"
+    assert "| `search.max_steps` | `100` |" in key_table()
+    page.write_text("no markers\n")
+    with pytest.raises(ValueError, match="no generated table"):
+        write_table(page)
