@@ -16,7 +16,10 @@ Modes:
     SQLite through one connection), ``--api stock`` Prefect's own ephemeral server
     (``SubprocessASGIServer``: a pool of connections, "database is locked" 503s); with
     ``--postgres-url``, a server subprocess on a fresh database of that PostgreSQL server, dropped
-    afterwards. ``--heartbeats on``
+    afterwards; with ``--api-url``, a server started outside (``benchmarks/server_overhead.py``:
+    ``prefect server start`` or ``deployments/local_server.py``). ``--fault-rate`` and
+    ``--repair-rate`` set the offline model's planted bugs and repairs (failing programs, debug
+    attempts, dead nodes). ``--heartbeats on``
     keeps Prefect's flow-run heartbeats at ``--heartbeat-frequency`` (Prefect 3.8's default is
     180 s, the minimum it accepts 30 s); ``off`` sets ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` to
     None (only possible through ``temporary_settings``: the environment variable cannot be None).
@@ -145,6 +148,15 @@ def _api_server(server_class):
 
 
 @contextmanager
+def _external_api(api_url: str):
+    """``PREFECT_API_URL`` pointed at a server started outside this process (``--api-url``)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        yield
+
+
+@contextmanager
 def _postgres_api(server_url: str, label: str):
     """A Prefect API server subprocess on a new database of the PostgreSQL server ``server_url``
     (``postgresql+asyncpg://user@host:port/maintenance-db``), as ``prefect_test_harness`` does for
@@ -189,11 +201,19 @@ def run_prefect(args) -> dict:
     extra["python"] = args.python
     config = Path(args.run_dir).with_suffix(".config.yaml")  # search.subflow_heartbeats (issue 16)
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n")
+    text = f"search: {{subflow_heartbeats: {str(args.subflow_heartbeats == 'on').lower()}}}\n"
+    if args.fault_rate is not None or args.repair_rate is not None:  # failing programs (issue 54, item 6)
+        rates = {k: v for k, v in (("fault_rate", args.fault_rate), ("repair_rate", args.repair_rate)) if v is not None}
+        text += "model: {" + ", ".join(f"{k}: {v}" for k, v in rates.items()) + "}\n"
+    config.write_text(text)
     extra["config_path"] = str(config)
     retries = _RetryCounter(logging.getLogger("prefect.client"))
-    api = (_postgres_api(args.postgres_url, Path(args.run_dir).name) if args.postgres_url
-           else _api_server(LocalAPIServer if args.api == "local" else SubprocessASGIServer))
+    if args.api_url:
+        api = _external_api(args.api_url)
+    elif args.postgres_url:
+        api = _postgres_api(args.postgres_url, Path(args.run_dir).name)
+    else:
+        api = _api_server(LocalAPIServer if args.api == "local" else SubprocessASGIServer)
     with api:
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: frequency}):
             started = time.perf_counter()
@@ -353,6 +373,10 @@ def main() -> None:
     parser.add_argument("--api", choices=("local", "stock"), default="local",
                         help="SQLite API server: local (what swarm-evo runs start: one connection) or stock "
                         "(Prefect's SubprocessASGIServer)")
+    parser.add_argument("--api-url", default=None,
+                        help="run against this API (a server started outside, e.g. by benchmarks/server_overhead.py)")
+    parser.add_argument("--fault-rate", type=float, default=None, help="model.fault_rate of the offline model")
+    parser.add_argument("--repair-rate", type=float, default=None, help="model.repair_rate of the offline model")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     result = run_prefect(args) if args.mode == "prefect" else run_plain(args)

@@ -20,7 +20,10 @@ which would not have the setting). A PostgreSQL URL is left alone; for a pool of
 
 On a port other than 4200 the UI must be told where its API is: unless they are set, the script
 sets ``PREFECT_SERVER_API_PORT`` and ``PREFECT_SERVER_UI_API_URL`` (``http://<host>:<port>/api``)
-from ``--host``/``--port``. Analytics are off unless ``PREFECT_SERVER_ANALYTICS_ENABLED`` is set.
+from ``--host``/``--port``. Analytics are off unless ``PREFECT_SERVER_ANALYTICS_ENABLED`` is set,
+the log level is WARNING unless ``--log-level`` or ``PREFECT_SERVER_LOGGING_LEVEL`` is given (at
+INFO uvicorn logs a line per request), and the server's modules load with the garbage collector
+off and are then frozen, as in a run's own API (``swarm_evo/run/heap.py``).
 Benchmark: ``benchmarks/server_overhead.py`` (figures in ``benchmarks/README.md``).
 """
 
@@ -65,12 +68,18 @@ def main(argv: list[str] | None = None) -> int:
               "with Prefect's pool again; run it in the foreground with one worker (e.g. under nohup or systemd)",
               file=sys.stderr)
         return 2
+    if _option(argv, "--log-level") is None and "PREFECT_SERVER_LOGGING_LEVEL" not in os.environ:
+        argv += ["--log-level", "WARNING"]  # no access-log line per request (a run makes thousands)
     os.environ.update(server_environment(argv, dict(os.environ)))
     sys.path.insert(0, str(REPO))
-    from flows._api_app import _one_connection_for_sqlite
+    from swarm_evo.run import heap
 
-    _one_connection_for_sqlite()
-    from prefect.cli import app
+    with heap.loading():  # the server's modules load with the collector off, then are frozen
+        from flows._api_app import _one_connection_for_sqlite
+
+        _one_connection_for_sqlite()
+        import prefect.server.api.server  # noqa: F401
+        from prefect.cli import app
 
     sys.argv = ["prefect", "server", "start", *argv]
     app()
