@@ -40,7 +40,7 @@ from swarm_evo.store.pool import (
 )
 from swarm_evo.store.location import Store, open_store, put_object
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("swarm_evo.sandbox.pool")  # PREFECT_LOGGING_EXTRA_LOGGERS names swarm_evo: the run shows it
 
 DEFAULT_POOL_WAIT = 600.0
 """``sandbox.pool_wait`` when not set: seconds an execution waits for a worker."""
@@ -49,7 +49,7 @@ POOL_RETRIES = 2
 DEAD_AFTER = 20.0
 """Seconds without a heartbeat (:data:`swarm_evo.store.pool.BEAT_SECONDS` apart) after which a
 running execution's worker counts as lost."""
-START_WAIT = 90.0
+START_WAIT = 30.0
 """Seconds a flow run may stay Pending (its worker starting its process) before it counts as lost."""
 POLL = 0.5
 """Seconds between looks at the flow run and the store."""
@@ -77,6 +77,7 @@ class PoolSandbox:
         self.mirror = None
         self._deployment = None
         self._lock = threading.Lock()
+        self._progress = time.monotonic()  # the pool's last sign of life for this run: a start, a beat, a result
 
     def describe_confinement(self) -> str:
         """The ``confinement:`` line: each worker's own sandbox."""
@@ -147,7 +148,7 @@ class PoolSandbox:
                                 else "no retry left")
                     if len(lost) > self.retries:
                         raise PoolUnavailableError(
-                            f"work pool {self.work_pool}: the execution of {workdir.name} lost its worker "
+                            f"work pool {self.work_pool}: the execution of {workdir.parent.name}/{workdir.name} lost its worker "
                             f"{len(lost)} times ({'; '.join(lost)}); the run stops: check the workers, then resume "
                             "it (swarm-evo resume RUN_DIR)") from None
                     continue
@@ -166,6 +167,10 @@ class PoolSandbox:
         with contextlib.suppress(Exception):
             location.fs.rm(location.root, recursive=True)
         return ExecutionResult.model_validate(out["result"])
+
+    def _alive(self) -> None:
+        with self._lock:
+            self._progress = max(self._progress, time.monotonic())
 
     def _one_try(self, client, location: Store, key: str, code: str, digest: str, timeout: float,
                  workdir: Path) -> dict:
@@ -198,19 +203,25 @@ class PoolSandbox:
         while True:
             out = read_json(location, RESULT_FILE)
             if out is not None:
+                self._alive()
                 return out
             state = client.read_flow_run(flow_run.id).state
             kind = state.type if state is not None else StateType.SCHEDULED
             now = time.monotonic()
             if kind == StateType.SCHEDULED:
-                if now - submitted > self.pool_wait:
-                    why = (f"no worker of work pool {self.work_pool} took the execution of {workdir.name} within "
+                # waiting behind busy workers is not waiting for none: the clock runs while nothing of this
+                # run made progress on the pool (no start, no heartbeat, no result)
+                if now - max(submitted, self._progress) > self.pool_wait:
+                    what = f"{workdir.parent.name}/{workdir.name}"
+                    why = (f"no worker of work pool {self.work_pool} took the execution of {what} within "
                            f"sandbox.pool_wait={self.pool_wait:g} s; the run stops: start a worker (prefect worker "
                            f"start --pool {self.work_pool}), then resume the run (swarm-evo resume RUN_DIR)")
                     cancel(why)
                     raise PoolUnavailableError(why)
             elif kind == StateType.PENDING:
-                pending_at = pending_at or now
+                if pending_at is None:
+                    pending_at = now
+                    self._alive()
                 if now - pending_at > START_WAIT:
                     cancel("its worker did not start it")
                     raise WorkerLost(f"flow run exec-{key} stayed Pending {START_WAIT:g} s (its worker is gone)")
@@ -218,6 +229,7 @@ class PoolSandbox:
                 seen = read_json(location, BEAT_FILE)
                 if beat_at is None or seen != beat:
                     beat, beat_at = seen, now
+                    self._alive()
                 elif now - beat_at > self.dead_after:
                     cancel("its worker stopped beating")
                     raise WorkerLost(f"the worker of flow run exec-{key} stopped beating ({self.dead_after:g} s "

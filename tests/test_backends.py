@@ -25,10 +25,10 @@ from swarm_evo.sandbox.factory import make_sandbox
 
 
 def test_the_backends_and_their_keys():
-    assert backends.NAMES == ("local", "docker")
-    assert backends.get("docker").keys == ("image", "cpus")
-    assert backends.readers("gpus") == ("local", "docker") and backends.readers("exec_timeout") == ("local", "docker")
-    with pytest.raises(ValueError, match="unknown sandbox backend 'apptainer': use one of local, docker"):
+    assert backends.NAMES == ("local", "docker", "pool")
+    assert backends.get("docker").keys == ("image", "cpus") and backends.get("pool").keys == ("work_pool", "pool_wait")
+    assert backends.readers("gpus") == backends.NAMES and backends.readers("exec_timeout") == backends.NAMES
+    with pytest.raises(ValueError, match="unknown sandbox backend 'apptainer': use one of local, docker, pool"):
         backends.get("apptainer")
     every_key = set(SandboxConfig.model_fields)
     for backend in backends.BACKENDS.values():
@@ -136,3 +136,66 @@ def test_the_runner_is_the_only_popen_of_a_program():
     assert popens == ["installer.py", "preload.py", "process_runner.py"]
     waits = sorted(p.name for p in root.glob("*.py") if "_read_report(" in p.read_text() or "killpg(" in p.read_text())
     assert waits == ["process_runner.py", "supervisor.py"]  # the run process's loop; the supervisor's own kill
+
+
+# ---------------------------------------------------------------------------- the pool backend (issue 52, item 4)
+def test_the_pool_backend_names_what_it_lacks(monkeypatch):
+    """Bad input: no work pool, no run store, no Prefect server: each names the key and the fix."""
+    from swarm_evo.sandbox import SandboxUnavailableError
+
+    monkeypatch.delenv("SWARM_EVO_STORE", raising=False)
+    pool = RunConfig().with_overrides({"sandbox.backend": "pool"})
+    with pytest.raises(SandboxUnavailableError, match="needs sandbox.work_pool"):
+        make_sandbox(pool)
+    with pytest.raises(SandboxUnavailableError, match="needs a run store .* --store URL, store.url"):
+        make_sandbox(pool.with_overrides({"sandbox.work_pool": "swarm-evo-process"}))
+    assert pool.with_overrides({"sandbox.pool_wait": 5}).sandbox.pool_wait == 5
+    with pytest.raises(ConfigError, match="pool_wait"):
+        pool.with_overrides({"sandbox.pool_wait": 0})
+
+
+def test_what_travels_through_the_store_for_a_pool_execution(tmp_path):
+    """The store half of an execution on a worker (swarm_evo/store/pool.py), on a local folder store:
+    the data goes up once per digest and down once per worker cache; the node directory's files
+    travel but for input/, working/ and links; the worker runs in its own sandbox and its result
+    comes back whole; a superseded writer's execution is refused."""
+    from swarm_evo.store import open_store
+    from swarm_evo.store.lease import Lease, write_lease
+    from swarm_evo.store.pool import (
+        RESULT_FILE, data_digest, download_files, execution_location, node_files, read_json, run_on_worker,
+        upload_data, upload_files, worker_identity,
+    )
+
+    store = open_store(tmp_path / "store")
+    public = tmp_path / "public"
+    public.mkdir()
+    (public / "train.csv").write_text("a,b\n1,2\n")
+    digest = upload_data(store, public)
+    assert upload_data(store, public) == digest == data_digest(public)
+    node = tmp_path / "node"
+    for rel in ("solution.py", "notes.txt", "working/model.bin", "input/x.csv"):
+        (node / rel).parent.mkdir(parents=True, exist_ok=True)
+        (node / rel).write_text(rel)
+    (node / "link").symlink_to(tmp_path / "public" / "train.csv")
+    files, left_out = node_files(node)
+    assert sorted(files) == ["notes.txt", "solution.py"] and left_out == []
+    location = execution_location(store, "run-1", "k1")
+    upload_files(location, "in", files)
+    location.fs.pipe_file(location.path("in.json"), b'{"files": ["notes.txt", "solution.py"]}')
+    code = "import os\nprint(open('input/train.csv').read().split()[1], open('notes.txt').read())\n" \
+           "os.makedirs('submission', exist_ok=True)\nopen('submission/submission.csv', 'w').write('id\\n1\\n')\n"
+    out = run_on_worker(LocalSandbox(), store, run_id="run-1", key="k1", code=code, data_digest_=digest, timeout=30,
+                        lease=None, identity=worker_identity(), cache_root=tmp_path / "cache")
+    assert out["result"]["stdout"].split() == ["1,2", "notes.txt"] and read_json(location, RESULT_FILE) == out
+    assert (tmp_path / "cache" / "pool" / digest / "train.csv").is_file()
+    assert "submission/submission.csv" in out["files"] and not any(f.startswith("input") for f in out["files"])
+    back = tmp_path / "back"
+    download_files(location, "out", out["files"], back)
+    assert (back / "submission" / "submission.csv").read_text() == "id\n1\n"
+
+    run_location = store.run("r")
+    write_lease(run_location, Lease(run_id="run-1", generation=2, owner={"token": "new"}))
+    stale = {"url": run_location.url, "generation": 1, "token": "old"}
+    refused = run_on_worker(LocalSandbox(), store, run_id="run-1", key="k2", code="print(1)", data_digest_=digest,
+                            timeout=30, lease=stale, identity=worker_identity(), cache_root=tmp_path / "cache")
+    assert refused["result"] is None and "superseded" in refused["superseded"]

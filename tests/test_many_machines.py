@@ -153,7 +153,7 @@ def pool(pg_server, tmp_path_factory):
         env = dict(pg_server["env"], **seaweed.env, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                    MKL_NUM_THREADS="1", OPENAI_API_KEY="stand-in-key")
         assert not any(k.startswith("PREFECT_FLOWS_HEARTBEAT") for k in env), "workers start as the docs say"
-        setup_printed = deploy_default(env, "benchmark-sweep/nightly")
+        setup_printed = deploy_default(env, "benchmark-sweep/nightly", "execute-program/default")
         (ROOT / "runs").mkdir(exist_ok=True)  # the workers' private scratch is mounted there
 
         # another team's flow on the same server, and a deployment run of ours against a slow model
@@ -871,6 +871,103 @@ def test_a_sweep_killed_and_started_again_starts_no_run_twice_and_resumes_a_froz
     assert rows[s0]["resumes"] == len(resumes)
     assert rows[s1]["resumes"] == len([n for n in runs if n.startswith(f"{s1}-resume")])
     assert _nodes(store, out.name, s0) == RESTART_STEPS
+
+
+POOL_WAIT = 10  # s: sandbox.pool_wait of the pool-backend runs (default 10 minutes)
+
+
+def _executing(worker: subprocess.Popen) -> bool:
+    """Whether the worker runs a program now (a solution.py among its processes)."""
+    for proc in flow_processes(worker):
+        with contextlib.suppress(psutil.Error):
+            if any(part.endswith("solution.py") for part in proc.cmdline()):
+                return True
+    return False
+
+
+def _journal_nodes(run_dir: Path) -> list[dict]:
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((run_dir / "journal.json").read_text())["nodes"]
+    return []
+
+
+def _ran_on(nodes: list[dict]) -> set[str]:
+    return {n["metadata"]["executed_by"]["worker"] for n in nodes if n["metadata"].get("executed_by")}
+
+
+def test_one_run_on_many_machines_the_pool_backend(pool, tmp_path):
+    """Issue 52, items 4 and 5: runs with ``sandbox.backend: pool`` (``parallel_workers: 4``) whose
+    programs run as ``execute-program`` flow runs on two workers in mount namespaces of their own (their
+    data cache and the runs' folder hidden from them: no shared disk; data and files through the S3
+    store). A competition run: its nodes record both workers; a worker SIGKILLed during an execution
+    has it redone on the other: no node from the kill, the run ends normally with every node. A problem
+    run (the Eval Service's harness, on the pool too) on two workers, then every worker killed: the step
+    in flight ends after ``pool_wait`` with the error, the run stops (exit 1), and resumed with a worker
+    (which, busy with 2 of the 4 executions, is no missing worker) it ends with every node."""
+    env = dict(pool["env"], PREFECT_HOME=str(tmp_path / "host-home"))
+    runs = tmp_path / "runs"  # the runs' directories: no worker sees them
+    runs.mkdir()
+    config = tmp_path / "pool.yaml"
+    config.write_text(yaml.safe_dump({"sandbox": {"backend": "pool", "work_pool": POOL, "pool_wait": POOL_WAIT,
+                                                  "exec_timeout": 60},
+                                      "search": {"debug_max_attempts": 1}}))  # fewer executions: ≈ 8 s each here
+    workers: dict[str, subprocess.Popen] = {}
+
+    def worker(name: str) -> None:
+        cache = tmp_path / f"{name}-cache"
+        cache.mkdir()
+        worker_env = dict(pool["env"], PREFECT_HOME=str(tmp_path / f"{name}-home"), XDG_CACHE_HOME=str(cache),
+                          PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="1", SWARM_EVO_WORKER=name)
+        workers[name] = start_worker(name, worker_env, [cache, runs], tmp_path / f"{name}.log", limit=2)
+
+    def run(log: Path, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "swarm_evo.cli", *args], env=env, cwd=tmp_path,
+                                stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def tail(log: Path) -> str:
+        return log.read_text(errors="replace")[-4000:]
+
+    try:
+        for name in ("exec-1", "exec-2"):
+            worker(name)
+        # a competition run; exec-1 SIGKILLed while it runs one of its programs
+        log_a, run_a = tmp_path / "competition.log", runs / "competition"
+        a = run(log_a, "run", "--competition-id", "spaceship-titanic", "--data-dir", pool["data"], "--model", "offline",
+                "--max-steps", "5", "--parallel-workers", "4", "--config", str(config), "--store", pool["store"],
+                "--run-dir", str(run_a))
+        _wait(lambda: {"exec-1", "exec-2"} <= _ran_on(_journal_nodes(run_a)), 240,
+              "nodes of the competition run on both workers", logs=[log_a])
+        _wait(lambda: _executing(workers["exec-1"]), 120, "an execution on exec-1", poll=0.2, logs=[log_a])
+        kill_tree(workers.pop("exec-1"))
+        assert a.wait(timeout=300) == 0, tail(log_a)
+        nodes = _journal_nodes(run_a)
+        assert len(nodes) == 5 and all(not n["dead"] or n["metadata"]["problems"] for n in nodes), tail(log_a)
+        assert {"exec-1", "exec-2"} <= _ran_on(nodes)
+        assert "submitted again" in log_a.read_text(), tail(log_a)  # the killed worker's execution, redone
+        assert all(n["metric_value"] is not None for n in nodes if not n["is_buggy"])
+        assert not (run_a / "nodes" / nodes[0]["id"] / "input").exists()  # the data stayed in the store
+
+        # a problem run on exec-2 and exec-3; then no worker at all; resumed with one
+        worker("exec-3")
+        log_b, run_b = tmp_path / "problem.log", runs / "problem"
+        b = run(log_b, "run", "--problem", "circle-packing", "--model", "offline", "--max-steps", "4",
+                "--parallel-workers", "4", "--config", str(config), "--store", pool["store"], "--run-dir", str(run_b))
+        _wait(lambda: _journal_nodes(run_b), 240, "a node of the problem run", logs=[log_b])
+        for name in ("exec-2", "exec-3"):
+            kill_tree(workers.pop(name))
+        assert b.wait(timeout=POOL_WAIT + 180) == 1, tail(log_b)
+        stopped = _journal_nodes(run_b)
+        assert 1 <= len(stopped) < 4, tail(log_b)
+        assert "took the execution" in log_b.read_text() and f"pool_wait={POOL_WAIT}" in log_b.read_text(), tail(log_b)
+        worker("exec-4")
+        assert run(log_b, "resume", str(run_b)).wait(timeout=300) == 0, tail(log_b)
+        nodes = _journal_nodes(run_b)
+        assert len(nodes) == 4 and _ran_on(nodes) <= {"exec-2", "exec-3", "exec-4"}, tail(log_b)
+        for node in nodes:  # the program's failures only (the killed workers' executions left no node)
+            assert node["metadata"].get("evaluation") and (not node["dead"] or node["metadata"]["problems"]), node
+    finally:
+        for process in workers.values():
+            kill_tree(process)
 
 
 def test_the_slow_models_five_minute_run_and_another_teams_flow_are_never_touched(pool):

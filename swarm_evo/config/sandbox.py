@@ -82,6 +82,18 @@ class SandboxConfig(Section):
         "such a setup refuses to start.",
     )
 
+    work_pool: str | None = Field(
+        None, min_length=1,
+        description="The Prefect work pool whose workers run the programs, each execution a flow run of its "
+        "execute-program deployment (docs/sandbox.md, the pool backend); needs a run store (store.url).",
+    )
+    pool_wait: float = Field(
+        600, gt=0,
+        description="Seconds an execution may wait for a worker of sandbox.work_pool while nothing of the run "
+        "moves on the pool (no execution starts, beats or ends: busy workers are not missing ones); past it "
+        "the step ends with an error and the run stops (resumable).",
+    )
+
     @field_validator("gpus", mode="before")
     @classmethod
     def _normalise_gpus(cls, value: object) -> object:

@@ -32,7 +32,7 @@ from swarm_evo.evaluation.contract import (
     write_results,
 )
 from swarm_evo.evaluation.problem import Problem, ProblemError
-from swarm_evo.sandbox.base import ExecutionResult, Sandbox, SandboxError
+from swarm_evo.sandbox.base import ExecutionResult, Sandbox, SandboxError, SandboxUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,8 @@ def evaluate_program(
                 values, defs, error = run_auxiliary(
                     sandbox, path, results_dir, source=source, timeout=auxiliary_timeout
                 )
+            except SandboxUnavailableError:  # the sandbox cannot run programs any more (the pool backend's
+                raise  # missing workers, issue 52): not the auxiliary file's error
             except Exception as exc:  # noqa: BLE001 - auxiliary errors never fail the primary evaluation
                 log.warning("auxiliary metrics %s of %s failed: %s: %s", source, results_dir, type(exc).__name__, exc)
                 values, defs, error = {}, {}, f"{type(exc).__name__}: {exc}"

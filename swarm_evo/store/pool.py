@@ -152,6 +152,9 @@ def fetch_data(store: Store, digest: str, cache_root: Path) -> Path:
             dest = partial / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             location.fs.get_file(location.path(f"files/{rel}"), str(dest))
+            dest.chmod(0o644)  # programs run as nobody: readable by all, as the data cache's files
+        for folder in [partial, *(p for p in partial.rglob("*") if p.is_dir())]:
+            folder.chmod(0o755)  # mkdtemp made it 0700
         try:
             partial.rename(target)
         except OSError:  # another execution of this worker got there first
