@@ -5,7 +5,9 @@ they are missing). The server is the one docs/prefect.md gives for the UI,
 against it (programs that fail: dead nodes after a debug attempt); then in the browser: the final
 report names as best node the node the run handed in, the lineage artifact and the evolution tree
 (``RUN_DIR/evolution_tree.html``) mark that node best, a dead node's page shows its error and its
-debug fix as a diff, and its step's run shows the Dead state."""
+debug fix as a diff, and the state message of its step's run ("dead after ...").
+The UI's pages after the first are reached through its own router (``history.pushState``), not
+reloaded: ≈ 0.5 s a page instead of ≈ 5."""
 
 from __future__ import annotations
 
@@ -106,33 +108,44 @@ def test_a_runs_pages_in_a_headless_browser(tmp_path):
     from flows.two_phase_evo import two_phase_evo
     from swarm_evo.cli.commands import main
 
+    started = time.monotonic()
+
+    def mark(what: str) -> None:  # where the seconds go (shown with a failure, or with -s)
+        print(f"{time.monotonic() - started:6.1f} s  {what}")
+
     proc, base = _ui_server(tmp_path)  # starts while the data are prepared
     driver = api = None
     try:
+        options = Options()
+        options.binary_location = CHROMIUM
+        for flag in FLAGS + [f"--user-data-dir={tmp_path / 'chromium'}"]:
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)  # idle while the run goes
         assert main(["prepare", "sklearn-breast-cancer", "--data-dir", str(tmp_path / "data")]) == 0
         config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 4, "debug_max_attempts": 1},
+        config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 4, "debug_max_attempts": 1, "final_refit": False},
                                           "model": {"fault_rate": 0.5, "repair_rate": 0.0}}))
         run_dir = tmp_path / "browser-run"
+        mark("browser started, data prepared")
         _wait_healthy(proc, base, tmp_path / "ui-server.log")
+        mark("server up")
         api = temporary_settings({PREFECT_API_URL: base + "/api", PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
         api.__enter__()  # left in the finally clause
         summary = two_phase_evo(competition_id="sklearn-breast-cancer", data_dir=str(tmp_path / "data"),
-                                run_dir=str(run_dir), model="offline", max_steps=4, seed=0, parallel_workers=2,
+                                run_dir=str(run_dir), model="offline", max_steps=3, seed=0, parallel_workers=2,
                                 config_path=str(config))
+        mark("run ended")
         nodes = json.loads((run_dir / "journal.json").read_text())["nodes"]
         hand_in = summary["hand_in"]
         dead = [n for n in nodes if n["dead"]]
         assert hand_in["node_id"] and dead, "the seed gives a valid node and a dead one"
 
-        options = Options()
-        options.binary_location = CHROMIUM
-        for flag in FLAGS + [f"--user-data-dir={tmp_path / 'chromium'}"]:
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
         def page(url: str, *texts: str) -> str:
-            driver.get(url)
+            if url.startswith(base) and driver.current_url.startswith(base):  # within the UI: its router, no reload
+                driver.execute_script("history.pushState({}, '', arguments[0]);"
+                                      "window.dispatchEvent(new PopStateEvent('popstate', {state: {}}))", url[len(base):])
+            else:
+                driver.get(url)
             try:
                 WebDriverWait(driver, 30).until(lambda d: all(t in d.find_element(By.TAG_NAME, "body").text for t in texts))
             except TimeoutException:
@@ -152,21 +165,24 @@ def test_a_runs_pages_in_a_headless_browser(tmp_path):
         step = hand_in["step"]
         report = artifact("browser-run-report", "Handed in:")
         assert f"Best node step {step} (" in report and f"Handed in: node {hand_in['node_id'][:8]} (step {step})" in report
+        mark("report page")
         lineage = artifact("browser-run-lineage", "Best so far:")
         assert f"Best so far: step {step} (" in lineage
+
+        # a dead node: its error on its page, and its step run's state message (the sidebar); the fix as a diff
+        node = dead[0]
+        text = artifact(f"browser-run-node-{node['step']}-{node['id'][:8]}", "Error", "Debug chain", "dead after")
+        assert node["exc_type"] and f"{node['exc_type']}:" in text.split("Error", 1)[1]
+        assert "@@ -" in text.split("Debug chain", 1)[1], "the debug attempt's fix is shown as a diff"
+        assert f"step{node['step']}-draft-{node['id'][:8]}" in text  # the page names the step's flow run
+        mark("lineage and node pages")
+
         page((run_dir / "evolution_tree.html").as_uri(), "Evolution tree")
         best = driver.find_elements(By.CSS_SELECTOR, "svg.tree .node.best")
         assert [g.get_attribute("data-id") for g in best] == [hand_in["node_id"]]
         best[0].click()
         assert f'"id": "{hand_in["node_id"]}"' in driver.find_element(By.ID, "details").text
-
-        # a dead node: its error on its page, the Dead state on its step's run; the fix as a diff
-        node = dead[0]
-        text = artifact(f"browser-run-node-{node['step']}-{node['id'][:8]}", "Error", "Debug chain")
-        assert node["exc_type"] and f"{node['exc_type']}:" in text.split("Error", 1)[1]
-        assert "@@ -" in text.split("Debug chain", 1)[1], "the debug attempt's fix is shown as a diff"
-        flow_run_id = node["metadata"]["prefect"]["flow_run_id"]
-        assert "Dead" in page(f"{base}/runs/flow-run/{flow_run_id}", "Dead")
+        mark("tree")
     finally:
         if driver is not None:
             driver.quit()
