@@ -39,6 +39,10 @@ The tests, one ordinary bad day each:
   restart automation and resumes the run once; ``swarm-evo sweep --deployment`` SIGKILLed while
   its run is frozen, started again with the same ``--out`` and ``--store``, starts no run twice
   and cancels the frozen run once it is Running past ``--run-timeout``, and resumes it.
+- One run on many machines (issue 52, items 4 and 5): a competition run and a problem run with
+  ``sandbox.backend: pool`` run their programs as ``execute-program`` flow runs on two workers; a
+  worker SIGKILLed while it runs a program costs a retry on the other, not a node; with no worker
+  left the step ends after ``sandbox.pool_wait``, the run stops, and its resume ends it.
 """
 
 from __future__ import annotations
@@ -899,18 +903,19 @@ def test_one_run_on_many_machines_the_pool_backend(pool, tmp_path):
     """Issue 52, items 4 and 5: runs with ``sandbox.backend: pool`` (``parallel_workers: 4``) whose
     programs run as ``execute-program`` flow runs on two workers in mount namespaces of their own (their
     data cache and the runs' folder hidden from them: no shared disk; data and files through the S3
-    store). A competition run: its nodes record both workers; a worker SIGKILLed during an execution
-    has it redone on the other: no node from the kill, the run ends normally with every node. A problem
+    store). A competition run: a worker SIGKILLed while it runs a program has it redone on the other:
+    no node from the kill, the run ends normally with every node, its nodes name the worker. A problem
     run (the Eval Service's harness, on the pool too) on two workers, then every worker killed: the step
     in flight ends after ``pool_wait`` with the error, the run stops (exit 1), and resumed with a worker
-    (which, busy with 2 of the 4 executions, is no missing worker) it ends with every node."""
+    (which, busy with 2 of the 4 executions, is no missing worker) it ends with every node, made on
+    two workers at least."""
     env = dict(pool["env"], PREFECT_HOME=str(tmp_path / "host-home"))
     runs = tmp_path / "runs"  # the runs' directories: no worker sees them
     runs.mkdir()
     config = tmp_path / "pool.yaml"
     config.write_text(yaml.safe_dump({"sandbox": {"backend": "pool", "work_pool": POOL, "pool_wait": POOL_WAIT,
                                                   "exec_timeout": 60},
-                                      "search": {"debug_max_attempts": 1}}))  # fewer executions: ≈ 8 s each here
+                                      "search": {"debug_max_attempts": 0}}))  # fewer executions: ≈ 8-15 s each here
     workers: dict[str, subprocess.Popen] = {}
 
     def worker(name: str) -> None:
@@ -933,16 +938,14 @@ def test_one_run_on_many_machines_the_pool_backend(pool, tmp_path):
         # a competition run; exec-1 SIGKILLed while it runs one of its programs
         log_a, run_a = tmp_path / "competition.log", runs / "competition"
         a = run(log_a, "run", "--competition-id", "spaceship-titanic", "--data-dir", pool["data"], "--model", "offline",
-                "--max-steps", "5", "--parallel-workers", "4", "--config", str(config), "--store", pool["store"],
+                "--max-steps", "4", "--parallel-workers", "4", "--config", str(config), "--store", pool["store"],
                 "--run-dir", str(run_a))
-        _wait(lambda: {"exec-1", "exec-2"} <= _ran_on(_journal_nodes(run_a)), 240,
-              "nodes of the competition run on both workers", logs=[log_a])
-        _wait(lambda: _executing(workers["exec-1"]), 120, "an execution on exec-1", poll=0.2, logs=[log_a])
+        _wait(lambda: _executing(workers["exec-1"]), 240, "a program on exec-1", poll=0.2, logs=[log_a])
         kill_tree(workers.pop("exec-1"))
         assert a.wait(timeout=300) == 0, tail(log_a)
         nodes = _journal_nodes(run_a)
-        assert len(nodes) == 5 and all(not n["dead"] or n["metadata"]["problems"] for n in nodes), tail(log_a)
-        assert {"exec-1", "exec-2"} <= _ran_on(nodes)
+        assert len(nodes) == 4 and all(not n["dead"] or n["metadata"]["problems"] for n in nodes), tail(log_a)
+        assert _ran_on(nodes) <= {"exec-1", "exec-2"} and "exec-2" in _ran_on(nodes)
         assert "submitted again" in log_a.read_text(), tail(log_a)  # the killed worker's execution, redone
         assert all(n["metric_value"] is not None for n in nodes if not n["is_buggy"])
         assert not (run_a / "nodes" / nodes[0]["id"] / "input").exists()  # the data stayed in the store
@@ -962,7 +965,7 @@ def test_one_run_on_many_machines_the_pool_backend(pool, tmp_path):
         worker("exec-4")
         assert run(log_b, "resume", str(run_b)).wait(timeout=300) == 0, tail(log_b)
         nodes = _journal_nodes(run_b)
-        assert len(nodes) == 4 and _ran_on(nodes) <= {"exec-2", "exec-3", "exec-4"}, tail(log_b)
+        assert len(nodes) == 4 and len(_ran_on(nodes)) >= 2, tail(log_b)  # before the kill and after the resume
         for node in nodes:  # the program's failures only (the killed workers' executions left no node)
             assert node["metadata"].get("evaluation") and (not node["dead"] or node["metadata"]["problems"]), node
     finally:

@@ -239,13 +239,25 @@ def bind_pool(sandbox, run_id: str | None, mirror=None) -> None:
         bind(run_id or "run", mirror)
 
 
-def read_executed_by(workdir: Path) -> dict | None:
-    """Who ran the last pool execution in ``workdir`` (:data:`EXECUTED_BY_FILE`), or None."""
-    try:
-        data = json.loads((Path(workdir) / EXECUTED_BY_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+def read_executed_by(node_dir: Path) -> dict | None:
+    """Who ran the last pool execution of a node (:data:`EXECUTED_BY_FILE`): in ``node_dir`` (a
+    competition's execution) or the newest under it (a problem's evaluation runs in
+    ``results/run-<n>/`` and ``auxiliary/``); None when no pool execution ran there."""
+    found = []
+    for root, dirs, files in os.walk(Path(node_dir)):
+        dirs[:] = [d for d in dirs if d not in SCRATCH]
+        if EXECUTED_BY_FILE in files:
+            path = Path(root) / EXECUTED_BY_FILE
+            with contextlib.suppress(OSError):
+                found.append((path.stat().st_mtime_ns, path))
+    for _mtime, path in sorted(found, reverse=True):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
 
 
 def worker_identity(flow_run_id: str | None = None, flow_run_name: str | None = None) -> dict:
