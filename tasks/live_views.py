@@ -138,6 +138,10 @@ version of a keyed artifact, so a 1,000-node run makes about a hundred versions 
 thousand."""
 
 
+LIVE_JOIN_SECONDS = 120.0
+"""Longest wait, at the end of the search, for a version of the live views still being made."""
+
+
 class _LiveViews:
     """One run's live views: the top-level flow run's context (the versions are that run's
     artifacts), the journal's length and the monotonic time of the last version, and the thread
@@ -164,7 +168,7 @@ def update_live_views(run_dir: str, final: bool = False) -> None:
     their own in the top-level flow run's context, so the step that triggers them does not wait
     (drawing the chart and the tree of a large run takes a second); at most one such thread per
     run, a call while it works is skipped. ``final`` (the end of the search) waits for that thread
-    and starts none: the run publishes its final views itself. Nothing for a run without
+    (at most :data:`LIVE_JOIN_SECONDS`) and starts none: the run publishes its final views itself. Nothing for a run without
     :func:`start_live_views`."""
     with _LOCK:
         state = _LIVE.get(run_dir)
@@ -183,7 +187,10 @@ def update_live_views(run_dir: str, final: bool = False) -> None:
             state.thread.start()
             return
     if thread is not None:
-        thread.join()
+        thread.join(timeout=LIVE_JOIN_SECONDS)
+        if thread.is_alive():  # an API that does not answer must not hold the run's end
+            get_run_logger().warning("the live views' last update still runs after %s s; the run goes on",
+                                     LIVE_JOIN_SECONDS)
 
 
 def _live_views(run_dir: str) -> None:
