@@ -144,12 +144,14 @@ class PoolSandbox:
                     out = self._one_try(client, location, key, code, digest, timeout, workdir)
                 except WorkerLost as exc:
                     lost.append(str(exc))
+                    with contextlib.suppress(Exception):  # the lost try's files (a late writer may add some)
+                        location.fs.rm(location.root, recursive=True)
                     log.warning("%s: %s; %s", workdir.name, exc, "submitted again" if len(lost) <= self.retries
                                 else "no retry left")
                     if len(lost) > self.retries:
                         raise PoolUnavailableError(
-                            f"work pool {self.work_pool}: the execution of {workdir.parent.name}/{workdir.name} lost its worker "
-                            f"{len(lost)} times ({'; '.join(lost)}); the run stops: check the workers, then resume "
+                            f"work pool {self.work_pool}: the execution of {workdir.parent.name}/{workdir.name} lost "
+                            f"its worker {len(lost)} times ({'; '.join(lost)}); the run stops: check the workers, then resume "
                             "it (swarm-evo resume RUN_DIR)") from None
                     continue
                 break

@@ -224,10 +224,11 @@ def execution_location(store: Store, run_id: str, key: str) -> Store:
 
 
 def read_json(location: Store, name: str) -> dict | None:
-    """``location/name`` parsed, or None when it is not there (or not yet whole)."""
+    """``location/name`` parsed, or None when it is not there, not yet whole, or the store did not
+    answer this time (the callers poll)."""
     try:
         return json.loads(location.fs.cat_file(location.path(name)))
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
         return None
 
 
