@@ -200,7 +200,7 @@ def _step(session, script, plans: dict[str, list]):
     slot = session.budget.reserve()
     script.plans = {f"slot{slot}:{key}": kinds for key, kinds in plans.items()}
     before, used = len(session.journal), session.budget.used
-    draft_step(run_dir=str(session.run_dir), slot=slot, epoch=1)
+    draft_step(run_dir=str(session.run_dir), slot=slot, epoch=1, return_state=True)  # a dead node's run ends Failed
     assert len(session.journal) == before + 1 and session.budget.used == used + 1, "one node, counted"
     return session.journal.nodes[-1], {key: script.calls[f"slot{slot}:{key}"] for key in plans}
 

@@ -21,7 +21,10 @@ def packing_run(prefect_server, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("packing")
     config = root / "config.yaml"
-    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 3, "phase1_target_nodes": 3}}))
+    # one step per slot (proposal_backlog 0): Phase 1 stops at K with at most one more draft running,
+    # so 6 steps reach Phase 2 whatever the order programs finish in
+    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 3, "phase1_target_nodes": 3,
+                                                 "proposal_backlog": 0}}))
     run_dir = root / "run"
     summary = two_phase_evo(problem="circle-packing", run_dir=str(run_dir), model="offline", max_steps=STEPS,
                             seed=0, config_path=str(config))
