@@ -35,7 +35,8 @@ def test_generic_competition_runs_and_grades(prefect_server, tmp_path):
         )
     )
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 2},
+    config.write_text(yaml.safe_dump({"search": {"steps_per_epoch": 2, "phase1_target_nodes": 2,
+                                                 "proposal_backlog": 0},  # one step per slot: both phases in 5 steps
                                       "sandbox": {"exec_timeout": 19}}))  # quick-tier offline programs
     run_dir = tmp_path / "wine-run"
     summary = two_phase_evo(
