@@ -158,9 +158,12 @@ def test_the_split_survives_sigkill_and_resume(tmp_path, prefect_api_url):
     prepare_competition("sklearn-breast-cancer", None, data)
     run_dir = tmp_path / "run"
     env_cmd = [sys.executable, str(LAUNCHER)]
-    # the 3rd execution: after the runtime probe and the first node, during the second node
+    # the 3rd execution: after the runtime probe and the first node, during the second node (one step
+    # at a time: proposal_backlog 0, else the second step's program may run before the first is appended)
+    (tmp_path / "config.yaml").write_text("search: {proposal_backlog: 0}\n")
     start = ["run", "--competition-id", "sklearn-breast-cancer", "--data-dir", str(data), "--max-steps", "4",
-             "--seed", "5", "--parallel-workers", "1", "--python", sys.executable, "--run-dir", str(run_dir)]
+             "--seed", "5", "--parallel-workers", "1", "--python", sys.executable, "--run-dir", str(run_dir),
+             "--config", str(tmp_path / "config.yaml")]
     env = dict(os.environ, PREFECT_API_URL=prefect_api_url)  # the session API: no ephemeral one per process
     killed = subprocess.run([*env_cmd, "exec", "3", "--", *start], capture_output=True, text=True, timeout=600,
                             env=env)
