@@ -180,10 +180,9 @@ def test_no_import_circle_among_packages():
     assert not circles, "package circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
-TYPE_ONLY_UPWARD = {("swarm_evo.sandbox", "swarm_evo.config")}
-"""Type-only imports (under ``if TYPE_CHECKING:``) that point up a layer: the sandbox backends'
-builders annotate the ``RunConfig`` they read (``sandbox/backends.py``, ``factory.py``,
-``gpu_slots.py``). Never executed, so no circle at run time; no other may join them."""
+TYPE_ONLY_UPWARD: set[tuple[str, str]] = set()
+"""Type-only imports (under ``if TYPE_CHECKING:``) allowed to point up a layer: none (the sandbox's
+builders annotate :class:`swarm_evo.sandbox.base.RunSettings`, not the config above them)."""
 
 
 def test_type_only_imports_close_no_other_package_circle():

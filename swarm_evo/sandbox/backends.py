@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from swarm_evo.sandbox.base import Sandbox
+from swarm_evo.sandbox.base import RunSettings, Sandbox
 
-if TYPE_CHECKING:
-    from swarm_evo.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -43,18 +41,18 @@ class Backend:
     name: str
     summary: str
     keys: tuple[str, ...]
-    build: Callable[["RunConfig", int], Sandbox]
+    build: Callable[["RunSettings", int], Sandbox]
     leftovers: Callable[[Path], list[str]] | None = None
 
 
-def _slots(config: "RunConfig") -> int:
+def _slots(config: "RunSettings") -> int:
     """Executions at once: the GPU slots when GPUs are given, else ``search.parallel_workers``."""
     from swarm_evo.sandbox.gpu_slots import execution_workers
 
     return execution_workers(config)
 
 
-def _local(config: "RunConfig", threads: int) -> Sandbox:
+def _local(config: "RunSettings", threads: int) -> Sandbox:
     from swarm_evo.sandbox.gpu_slots import config_spec
     from swarm_evo.sandbox.local import LocalSandbox
     from swarm_evo.sandbox.program_env import resolve_program_python
@@ -69,7 +67,7 @@ def _local(config: "RunConfig", threads: int) -> Sandbox:
     )
 
 
-def _docker(config: "RunConfig", threads: int) -> Sandbox:
+def _docker(config: "RunSettings", threads: int) -> Sandbox:
     from swarm_evo.sandbox.docker_sandbox import DockerSandbox
     from swarm_evo.sandbox.gpu_slots import config_spec
 
@@ -82,11 +80,11 @@ def _docker(config: "RunConfig", threads: int) -> Sandbox:
     )
 
 
-def _by_path(target: str) -> Callable[["RunConfig", int], Sandbox]:
+def _by_path(target: str) -> Callable[["RunSettings", int], Sandbox]:
     """A builder named by import path ``module:function``, imported at its first call: a backend whose
     sandbox lives outside the domain core (the pool backend's, in flows/, talks to Prefect's API)."""
 
-    def build(config: "RunConfig", threads: int) -> Sandbox:
+    def build(config: "RunSettings", threads: int) -> Sandbox:
         import importlib
 
         module, _, name = target.partition(":")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -60,6 +60,16 @@ def default_memory_limit_mb(parallel_workers: int = 1) -> int:
     backends): ``HOST_MEMORY_SHARE`` × host memory / parallel workers, in MiB, at least 256."""
     return max(256, int(host_memory_mb() * HOST_MEMORY_SHARE) // max(1, int(parallel_workers)))
 
+
+
+class RunSettings(Protocol):
+    """What the sandbox's builders read of a run's configuration: its ``sandbox`` section (the
+    backend, its limits, ``gpus``, ``slots_per_gpu``) and its ``search`` section
+    (``parallel_workers``). :class:`swarm_evo.config.RunConfig` is one; the sandbox names this
+    protocol instead of importing the config, which sits above it (no import circle, issue 55)."""
+
+    sandbox: Any
+    search: Any
 
 class SandboxError(RuntimeError):
     """The sandbox itself failed (interpreter missing, workdir not writable, Docker down, ...).

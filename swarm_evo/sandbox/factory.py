@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
 
 from swarm_evo.sandbox import backends
-from swarm_evo.sandbox.base import Sandbox
+from swarm_evo.sandbox.base import RunSettings, Sandbox
 from swarm_evo.sandbox.gpu_slots import execution_workers
 
-if TYPE_CHECKING:
-    from swarm_evo.config import RunConfig
 
 log = logging.getLogger(__name__)
 _warned_network: set[str] = set()
@@ -31,7 +28,7 @@ def threads_per_execution(parallel_workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, parallel_workers))
 
 
-def make_sandbox(config: RunConfig) -> Sandbox:
+def make_sandbox(config: RunSettings) -> Sandbox:
     """The execution backend named by ``config.sandbox.backend`` (SPEC §10; built by its record in
     :mod:`swarm_evo.sandbox.backends`).
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
-from swarm_evo.sandbox.base import SandboxUnavailableError
+from swarm_evo.sandbox.base import RunSettings, SandboxUnavailableError
 from swarm_evo.sandbox.gpus import (
     CONTROL_NODES,
     PROC_GPUS,
@@ -28,8 +28,6 @@ from swarm_evo.sandbox.gpus import (
     parse_gpus,
 )
 
-if TYPE_CHECKING:
-    from swarm_evo.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -178,7 +176,7 @@ def _describe_gpu(gpu: Gpu) -> str:
     return f"{gpu.name} ({gpu.uuid})" if gpu.uuid else gpu.name
 
 
-def execution_slots(config: "RunConfig", discover: Callable[[], Sequence[Gpu]] | None = None) -> int | None:
+def execution_slots(config: "RunSettings", discover: Callable[[], Sequence[Gpu]] | None = None) -> int | None:
     """A run's execution slots when it is given GPUs: device groups x ``sandbox.slots_per_gpu``
     (the scheduler's lane count in place of ``search.parallel_workers``); None without GPUs.
 
@@ -192,7 +190,7 @@ def execution_slots(config: "RunConfig", discover: Callable[[], Sequence[Gpu]] |
     return len(groups) * config.sandbox.slots_per_gpu
 
 
-def config_spec(config: "RunConfig") -> GpuSpec:
+def config_spec(config: "RunSettings") -> GpuSpec:
     """``config.sandbox.gpus`` as a normalised spec (its id list as a tuple)."""
     gpus = config.sandbox.gpus
     return tuple(gpus) if isinstance(gpus, list) else gpus
@@ -307,7 +305,7 @@ def as_group(gpus: DeviceGroup | GpuSpec) -> DeviceGroup | None:
     return DeviceGroup(tuple(Gpu(name) for name in gpus))
 
 
-def execution_workers(config: "RunConfig") -> int:
+def execution_workers(config: "RunSettings") -> int:
     """Executions a run makes at once: its GPU slots when it is given GPUs (device groups x
     ``sandbox.slots_per_gpu``, :func:`execution_slots`), else
     ``search.parallel_workers``.
