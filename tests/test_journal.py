@@ -80,7 +80,7 @@ def test_load_errors(tmp_path):
     with pytest.raises(JournalError, match="bad.json"):
         Journal.load(bad)
     wrong = tmp_path / "wrong.json"
-    wrong.write_text(json.dumps({"nodes": [{"operation": "explore", "phase": 1}]}))
+    wrong.write_text(json.dumps({"nodes": [{"operation": "draft", "phase": 3}]}))
     with pytest.raises(JournalError, match="node 1"):
         Journal.load(wrong)
     dup = tmp_path / "dup.json"

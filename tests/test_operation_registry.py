@@ -239,3 +239,31 @@ def test_agent_evolution_names_the_registrys_operations(tweak):
     prompt = render("evolve_agent.j2", **context)
     assert f"tweak: {TWEAK.summary}" in prompt and "`mutate`, `tweak` texts" in prompt
     assert (templates_dir() / "evolve_agent.j2").read_text().count("merge") == 0
+
+
+def test_a_journal_with_an_operation_this_process_has_not_registered_is_read_and_reported(tmp_path):
+    """Issue 53, item 9: a journal written by a process that had registered a plug-in operation
+    loads, and the run report, the chart's colours and the tree draw its nodes (grey, '?')."""
+    import json
+
+    from factories import make_node
+    from swarm_evo.operators import registry
+    from swarm_evo.population.journal import Journal
+    from swarm_evo.reporting.evolution_tree import evolution_tree_svg
+    from swarm_evo.reporting.run_report import build_run_report
+
+    journal = Journal(tmp_path / "journal.json")
+    draft = journal.append(make_node(metric=0.7))
+    journal.append(make_node(metric=0.8, parent_id=draft.id, operation="mutate", phase=2))
+    data = json.loads((tmp_path / "journal.json").read_text())
+    data["nodes"][1]["operation"] = "crossover-plugin"  # registered by the process that wrote it
+    (tmp_path / "journal.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="unknown operation 'crossover-plugin'"):
+        make_node(operation="crossover-plugin")  # a new node of it is still refused here
+    loaded = Journal.load(tmp_path / "journal.json")
+    assert [n.operation for n in loaded.nodes] == ["draft", "crossover-plugin"]
+    report = build_run_report(loaded, [])
+    assert report["operations"]["crossover-plugin"]["count"] == 1
+    assert registry.report_style("crossover-plugin") is registry.UNREGISTERED_STYLE
+    tree = evolution_tree_svg(loaded)
+    assert ">0.8</text>" in tree and ">0.7</text>" in tree, "both nodes drawn"

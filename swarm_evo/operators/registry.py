@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from swarm_evo.operators.builtin import BUILTIN
-from swarm_evo.operators.operator import Operator
+from swarm_evo.operators.operator import Operator, ReportStyle
 
 _LOCK = threading.Lock()
 _OPERATORS: dict[str, Operator] = {op.name: op for op in BUILTIN}
@@ -23,6 +23,21 @@ def operators() -> tuple[Operator, ...]:
     """Every registered operation, built-ins first, in display order."""
     with _LOCK:
         return tuple(_OPERATORS.values())
+
+
+UNREGISTERED_STYLE = ReportStyle(colour="#757575", marker="x", shape="square", symbol="?", always_listed=False,
+                                  reference="parent")
+"""How reports show the nodes of an operation this process has not registered (issue 53, item 9:
+a journal written by a process that had registered a plug-in operation): grey, compared with
+their parent."""
+
+
+def report_style(name: str) -> ReportStyle:
+    """The report style of the operation called ``name``; :data:`UNREGISTERED_STYLE` when no such
+    operation is registered here (reports never fail on a journal's operation)."""
+    with _LOCK:
+        op = _OPERATORS.get(name)
+    return op.report if op is not None else UNREGISTERED_STYLE
 
 
 def names() -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from swarm_evo.population.genes import (
     validate_genes,
 )
 from swarm_evo.population import ranking
-from swarm_evo.population.node import Node
+from swarm_evo.population.node import READ_ANY_OPERATION, Node
 from swarm_evo.sandbox.safe_read import open_program_file
 
 JOURNAL_FILE = "journal.json"
@@ -139,7 +139,7 @@ class Journal:
         journal = cls(path=path, info=data.get("info") or {}, **kwargs)
         for i, raw in enumerate(data.get("nodes") or []):
             try:
-                node = Node.model_validate(raw)
+                node = Node.model_validate(raw, context=READ_ANY_OPERATION)  # a plug-in's nodes stay readable
             except ValueError as exc:
                 raise JournalError(f"{path}: node {i + 1} is invalid: {exc}") from exc
             if node.id in journal._by_id:

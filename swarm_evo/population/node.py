@@ -13,13 +13,23 @@ import uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
 from swarm_evo.operators import registry
 
 
-def _known(name: str) -> str:
-    """``name`` when an operation of that name is registered, else a ValueError naming the known ones."""
+READ_ANY_OPERATION = {"any_operation": True}
+"""Validation context under which a node of an operation this process has not registered is read as
+it is (:meth:`swarm_evo.population.journal.Journal.load`: a journal written by a process that had
+registered a plug-in operation stays readable, issue 53 item 9; reports show such nodes in
+:data:`swarm_evo.operators.registry.UNREGISTERED_STYLE`)."""
+
+
+def _known(name: str, info: ValidationInfo) -> str:
+    """``name`` when an operation of that name is registered (or the context is
+    :data:`READ_ANY_OPERATION`), else a ValueError naming the known ones."""
+    if info.context and info.context.get("any_operation"):
+        return name
     try:
         registry.get(name)
     except KeyError as exc:

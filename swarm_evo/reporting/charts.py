@@ -35,7 +35,7 @@ STATUS_COLOURS = {"valid": "#43a047", "best": "#fbc02d", "buggy": "#e53935", "de
 
 def operation_colour(operation: str) -> str:
     """The chart colour of ``operation`` (its ``report.colour`` in :mod:`swarm_evo.operators`)."""
-    return registry.get(operation).report.colour
+    return registry.report_style(operation).colour
 
 
 def lower_is_better(journal: Journal) -> bool:

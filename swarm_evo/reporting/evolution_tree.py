@@ -74,7 +74,7 @@ def _node_shape(op: str, x: float, y: float, fill: str, stroke: str, width: floa
     """The SVG element of a node of operation ``op``: its ``report.shape`` (:mod:`swarm_evo.operators`)."""
     common = f'fill="{fill}" stroke="{stroke}" stroke-width="{width}"'
     r = RADIUS
-    shape = registry.get(op).report.shape
+    shape = registry.report_style(op).shape
     if shape == "diamond":
         pts = f"{x:.1f},{y - r - 2:.1f} {x + r + 2:.1f},{y:.1f} {x:.1f},{y + r + 2:.1f} {x - r - 2:.1f},{y:.1f}"
         return f'<polygon points="{pts}" {common}/>'

@@ -75,7 +75,7 @@ def reference_parent(journal: Journal, node: Node) -> Node | None:
     """The valid node whose fitness ``node`` must beat (see the module's rule), or None: for a
     draft, and when the parent (every gene source, for a merge) is missing or not valid.
     Merge ties on fitness go to the earlier step."""
-    reference = registry.get(node.operation).report.reference
+    reference = registry.report_style(node.operation).reference
     if reference == "none":
         return None
     if reference == "gene_sources":
@@ -210,7 +210,7 @@ def best_lineage(journal: Journal) -> dict[str, Any] | None:
         entry: dict[str, Any] = {"node_id": node.id, "step": node.step, "operation": node.operation,
                                  "score": ranking.score(node), "metric": node.metric_value,
                                  "hidden_score": node.hidden_score, "gain": node_gain(journal, node)}
-        if registry.get(node.operation).report.reference == "gene_sources":
+        if registry.report_style(node.operation).reference == "gene_sources":
             entry["gene_sources"] = list(dict.fromkeys(node.gene_sources.values()))
         entries.append(entry)
     return {"operations": [n.operation for n in path], "nodes": entries, "complete": complete}
