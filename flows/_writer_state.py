@@ -1,6 +1,6 @@
-"""The Prefect state of a run store's lease holder (issue 53, item 3): what the domain's liveness
-check (swarm_evo/store/liveness.py, no Prefect there) asks the API about the flow run that holds a
-run's store location."""
+"""The Prefect state of a flow run: what the domain's liveness check (swarm_evo/store/liveness.py,
+no Prefect there) asks the API about the flow run that holds a run's store location (issue 53,
+item 3), and what a run asks about its own (flows/_state_watch.py, item 11)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 import uuid
 
 
-def flow_run_state(flow_run_id: str) -> str | None:
-    """The state type (``"RUNNING"``, ``"CRASHED"``, ...) of flow run ``flow_run_id`` on the
+def read_flow_run_state(flow_run_id: str):
+    """The current :class:`prefect.client.schemas.objects.State` of flow run ``flow_run_id`` on the
     configured Prefect API (``PREFECT_API_URL``, or the ephemeral API this process already runs:
     flows/_ephemeral.py), or None when it cannot tell: no API (this process starts no server just
     to ask), an id that is not a flow run's, a run the server does not know (another server's),
@@ -29,7 +29,13 @@ def flow_run_state(flow_run_id: str) -> str | None:
         from prefect.client.orchestration import get_client
 
         with get_client(sync_client=True) as client:
-            run = client.read_flow_run(run_id)
-    except Exception:  # noqa: BLE001 - not found, unreachable: the store's clock decides
+            return client.read_flow_run(run_id).state
+    except Exception:  # noqa: BLE001 - not found, unreachable: the caller's other evidence decides
         return None
-    return run.state.type.value if run.state is not None else None
+
+
+def flow_run_state(flow_run_id: str) -> str | None:
+    """The state type (``"RUNNING"``, ``"CRASHED"``, ...) of flow run ``flow_run_id``
+    (:func:`read_flow_run_state`), or None when it cannot tell. Never raises."""
+    state = read_flow_run_state(flow_run_id)
+    return state.type.value if state is not None else None

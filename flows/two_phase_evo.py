@@ -21,6 +21,7 @@ from prefect.runtime import flow_run
 from flows._heartbeat_guard import heartbeats_guarded
 from flows._process_heap import heap_settled
 from flows._scheduler import close_scheduler, open_scheduler
+from flows._state_watch import stop_when_declared_dead
 from flows._subflow import subflow_context
 from flows._writer_state import flow_run_state
 from flows.phase1_draft import phase1_draft
@@ -33,6 +34,7 @@ from swarm_evo.population.journal import RESULT_FILE, atomic_write_text
 from swarm_evo.population.ranking import phase1_complete
 from swarm_evo.run.resume import check_policy, read_run_info
 from swarm_evo.run.session import (
+    RunDeclaredDeadError,
     RunStoppedError,
     RunSupersededError,
     close_session,
@@ -189,7 +191,8 @@ def two_phase_evo(
         writer_state=flow_run_state,  # the lease holder's flow run, where the API knows it (issue 53, item 3)
     )
     try:
-        return _search(session, config, llm_block)
+        with stop_when_declared_dead(session, flow_run.get_id(), flow_run.get_name() or ""):  # issue 53, item 11
+            return _search(session, config, llm_block)
     finally:  # stops the run's clock (RUN_DIR/run_state.json) whether the search ended or raised
         close_session(session.run_dir)
 
@@ -262,6 +265,8 @@ def _search(session, config, llm_block: str | None) -> dict:
     epoch = max((n.epoch for n in journal.nodes), default=0)
     if session.superseded:  # another process resumed the run: this copy grades and uploads nothing
         raise RunSupersededError(f"{session.superseded} (local copy: {key})")
+    if session.declared_dead:  # the orchestrator says the run is over: this copy grades nothing
+        raise RunDeclaredDeadError(session.stop_reason)
     update_progress(key, final=True)  # the steps update it at most every PROGRESS_INTERVAL s
     best, grade = grade_best(key)
     publish_node_table(key)

@@ -163,3 +163,7 @@ def test_without_a_cgroup_the_limit_is_per_process_with_one_warning(tmp_path):
     warnings = [w for w in out["warnings"] if "no memory cgroup" in w]
     assert len(warnings) == 1 and "RLIMIT_DATA" in warnings[0] and "not delegated" in warnings[0], out["warnings"]
     assert "per process (RLIMIT_DATA" in out["line"], out["line"]
+    # no pids cgroup either (issue 53, item 9): the per-user RLIMIT_NPROC, one warning, said on the line
+    pids = [w for w in out["warnings"] if "no pids cgroup" in w]
+    assert len(pids) == 1 and "RLIMIT_NPROC" in pids[0] and "not delegated" in pids[0], out["warnings"]
+    assert "processes: 512 per user (RLIMIT_NPROC" in out["line"], out["line"]

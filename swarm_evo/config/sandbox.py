@@ -60,8 +60,9 @@ class SandboxConfig(Section):
     cpus: float | None = Field(None, gt=0, description="CPUs per container (default: cores / parallel_workers).")
     pids_limit: int = Field(
         512, ge=16,
-        description="Processes and threads per execution (docker: per container; local: RLIMIT_NPROC on "
-        "top of what the program's user already runs, not enforced for root).",
+        description="Processes and threads per execution (docker: per container; local: a pids cgroup per "
+        "execution, else RLIMIT_NPROC on top of what the program's user already runs, shared by the programs "
+        "running at once, not enforced for root; the confinement line says which).",
     )
     shm_size_mb: int = Field(1024, ge=16, description="Size of /dev/shm (docker; local when run as root: a private tmpfs).")
     disk_limit_mb: int = Field(

@@ -49,6 +49,7 @@ from swarm_evo.run.lanes import ExecutionLanes, model_call_limit
 from swarm_evo.run.prompt_budget import check_prompt_window
 from swarm_evo.run.resume import ResumeReport, RunDirectoryError, check_policy, reconcile
 from swarm_evo.run.preflight import open_sandbox, probe_endpoints, record_probe
+from swarm_evo.run.stops import RunDeclaredDeadError, RunStoppedError, RunSupersededError  # noqa: F401 - re-exported
 from swarm_evo.sandbox import RuntimeInfo, Sandbox, backends
 from swarm_evo.sandbox.gpu_slots import execution_workers
 from swarm_evo.search.selection import genome_keys, previous_plan_keys
@@ -59,18 +60,6 @@ from swarm_evo.store.run_lock import RunDirLock, check_free, lock_run_dir
 
 _SESSIONS: dict[str, RunSession] = {}
 _REGISTRY_LOCK = threading.Lock()
-
-
-class RunStoppedError(RuntimeError):
-    """The run stopped because its model kept failing (``model.max_consecutive_failures``).
-    Raised by the main flow after it handed in the best work so far; the CLI exits 1 with the
-    message, which names the fix and the resume command."""
-
-
-class RunSupersededError(RunStoppedError):
-    """Another process took the run's store location over (issue 40, item 2): this copy stopped
-    starting steps and uploading; raised by the main flow before it grades or reports anything.
-    The message says who took over (:class:`swarm_evo.store.lease.SupersededError`)."""
 
 
 @dataclass
@@ -95,6 +84,7 @@ class RunSession:
     probe_warnings: list[str] = field(default_factory=list)  # transient failures of the preflight calls
     stop_reason: str | None = None  # why no new step starts although budget and time are left
     stop_is_failure: bool = False  # the stop is a failure (the model keeps failing): exit 1
+    declared_dead: bool = False  # the orchestrator declared the run dead while it lives (declare_dead)
     opened_at_nodes: int = 0  # journal nodes when this process opened the run (step.limits: failures since)
     published_best_id: str | None = None  # the node whose files are RUN_DIR's best (step.persistence.publish_best)
     unpublishable: set[str] = field(default_factory=set)  # candidates whose files could not be handed in (warned once)
@@ -123,6 +113,13 @@ class RunSession:
         with self.lock:
             if self.stop_reason is None:
                 self.stop_reason, self.stop_is_failure = reason, failure
+
+    def declare_dead(self, reason: str) -> None:
+        """The orchestrator says this run is dead while it lives: a failing :meth:`stop` whose
+        run grades nothing (:class:`RunDeclaredDeadError`)."""
+        with self.lock:
+            self.stop(reason, failure=True)
+            self.declared_dead = True
 
     @property
     def superseded(self) -> str | None:

@@ -1,44 +1,58 @@
-"""Where a run process makes the memory cgroups of its local executions (issue 42, item 4):
-:func:`cgroup_home`, once per process; the cgroups themselves are :mod:`.memory_cgroup`'s.
+"""Where a run process makes the cgroups of its local executions (issue 42, item 4: memory;
+issue 53, item 9: pids): :func:`cgroup_home`, once per process and controller; the cgroups
+themselves are :mod:`.memory_cgroup`'s and :mod:`.pids_cgroup`'s.
 
-* **cgroup v1** (a ``memory`` hierarchy mounted, as on this project's CI machine): a child of
-  the run process's own memory cgroup (``/proc/self/cgroup``), with ``memory.limit_in_bytes``
-  and, where swap is accounted, ``memory.memsw.limit_in_bytes`` set to the limit (swap
-  included, as Docker's ``memswap_limit``);
-* **cgroup v2**: a child of the run process's own cgroup with ``memory.max``,
-  ``memory.swap.max`` 0 and ``memory.oom.group`` 1 (the kernel kills the whole execution). The
-  ``memory`` controller must be enabled for the children (``cgroup.subtree_control``); v2 allows
-  that only in a cgroup without processes of its own, so when the own cgroup holds nothing but
-  this process and its descendants (a systemd scope made for the run: ``systemd-run --user
-  --scope -p Delegate=yes swarm-evo run ...``, a container), they move to a leaf
-  ``swarm-evo-run`` first. A cgroup with other processes is left alone.
+* **cgroup v1** (a hierarchy per controller, as on this project's CI machine): a child of the
+  run process's own cgroup in the controller's hierarchy (``/proc/self/cgroup``);
+* **cgroup v2**: a child of the run process's own cgroup, with the controller enabled for the
+  children (``cgroup.subtree_control``); v2 allows that only in a cgroup without processes of its
+  own, so when the own cgroup holds nothing but this process and its descendants (a systemd
+  scope made for the run: ``systemd-run --user --scope -p Delegate=yes swarm-evo run ...``, a
+  container), they move to a leaf ``swarm-evo-run`` first. A cgroup with other processes is
+  left alone. The memory and pids homes are then one directory, and one execution cgroup holds
+  both limits (a process is in one v2 cgroup only).
 
 As root, or as a user the cgroup is delegated to (its directory is writable). When the own
 cgroup's directory is read-only (a container's ``/sys/fs/cgroup``) and the process may mount
 (CAP_SYS_ADMIN: the ``docker-gpu`` deployment's flow container), the hierarchy is mounted once
-more, writable, at :data:`PRIVATE_MOUNT` (outside every program's allow-list root). Where none
-of this works :func:`cgroup_home` gives the reason and the local backend keeps the per-process
-``RLIMIT_DATA`` with one warning per run.
+more, writable, under ``/run/swarm-evo`` (:func:`private_mount`, outside every program's
+allow-list root). Where none of this works :func:`cgroup_home` gives the reason and the local
+backend keeps its per-process limit (``RLIMIT_DATA``, ``RLIMIT_NPROC``) with one warning per run.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from swarm_evo.sandbox.supervisor_namespace import mount
+
+log = logging.getLogger(__name__)
 
 PREFIX = "swarm-evo-"
 """Name prefix of the execution cgroups (``swarm-evo-<pid>-<8 hex>``)."""
 
 RUN_LEAF = "swarm-evo-run"
 """cgroup v2: the leaf this process (and its descendants) move to so that its cgroup may have
-memory-limited children."""
+limited children."""
 
 PRIVATE_MOUNT = Path("/run/swarm-evo/cgroup")
-"""Where the hierarchy is mounted again, writable, when the own cgroup's directory is read-only."""
+"""Where the v2 hierarchy is mounted again, writable, when the own cgroup's directory is
+read-only (a v1 hierarchy: ``/run/swarm-evo/cgroup-<controller>``, :func:`private_mount`)."""
+
+CONTROLLERS = ("memory", "pids")
+"""The controllers an execution is limited by."""
+
+
+def private_mount(version: int, controller: str) -> Path:
+    """Where the hierarchy of ``controller`` is mounted again, writable: :data:`PRIVATE_MOUNT`
+    (v2: one hierarchy), ``/run/swarm-evo/cgroup-<controller>`` (v1: one per controller)."""
+    return PRIVATE_MOUNT if version == 2 else PRIVATE_MOUNT.with_name(f"cgroup-{controller}")
 
 
 @dataclass(frozen=True)
@@ -61,21 +75,21 @@ def _mounts() -> list[tuple[str, str, str, str]]:
     return found
 
 
-def _own_cgroup(version: int) -> str | None:
-    """This process's cgroup path in the memory hierarchy (v1) or the unified one (v2)."""
+def _own_cgroup(version: int, controller: str) -> str | None:
+    """This process's cgroup path in ``controller``'s hierarchy (v1) or the unified one (v2)."""
     with open("/proc/self/cgroup") as fh:
         for line in fh:
             _, controllers, path = line.rstrip("\n").split(":", 2)
-            if (version == 2 and controllers == "") or (version == 1 and "memory" in controllers.split(",")):
+            if (version == 2 and controllers == "") or (version == 1 and controller in controllers.split(",")):
                 return path
     return None
 
 
-def _directory(mounts, version: int, own: str) -> Path | None:
+def _directory(mounts, version: int, own: str, controller: str) -> Path | None:
     """The directory of cgroup ``own`` under a mount of the hierarchy (a writable one first)."""
     candidates = []
     for root, point, fstype, options in mounts:
-        if (version == 1 and fstype == "cgroup" and "memory" in options.split(",")) or \
+        if (version == 1 and fstype == "cgroup" and controller in options.split(",")) or \
                 (version == 2 and fstype == "cgroup2"):
             if own == root or own.startswith(root.rstrip("/") + "/"):
                 candidates.append(Path(point) / own[len(root):].lstrip("/"))
@@ -97,15 +111,54 @@ def write_file(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _version() -> int | None:
-    """1 when a v1 ``memory`` hierarchy is mounted, 2 when only the unified one has the controller."""
+def new_cgroup(home: CgroupHome) -> Path:
+    """Make an execution cgroup ``<home>/swarm-evo-<pid>-<8 hex>`` and return its directory. Raises OSError."""
+    path = home.path / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    return path
+
+
+def read_counter(path: Path, name: str, key: str | None = None) -> int:
+    """A number from the cgroup file ``path/name``: the whole file (``key`` None) or its
+    ``key value`` line; 0 when unreadable."""
+    try:
+        text = read_file(path / name)
+        if key is None:
+            return int(text.strip() or 0)
+        for line in text.splitlines():
+            field, _, value = line.partition(" ")
+            if field == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def remove_cgroup(path: Path) -> None:
+    """Remove an execution cgroup once its processes are gone (the supervisor has exited; the
+    kernel may need a moment to let the last ones go). Failures are logged, not raised."""
+    for attempt in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if attempt == 49:
+                log.warning("could not remove the execution cgroup %s: %s", path, exc)
+                return
+            threading.Event().wait(0.1)
+
+
+def _version(controller: str) -> int | None:
+    """1 when a v1 hierarchy of ``controller`` is mounted, 2 when only the unified one has it."""
     mounts = _mounts()
-    if any(fstype == "cgroup" and "memory" in options.split(",") for _, _, fstype, options in mounts):
+    if any(fstype == "cgroup" and controller in options.split(",") for _, _, fstype, options in mounts):
         return 1
     for _, point, fstype, _ in mounts:
         if fstype == "cgroup2":
             try:
-                if "memory" in read_file(Path(point) / "cgroup.controllers").split():
+                if controller in read_file(Path(point) / "cgroup.controllers").split():
                     return 2
             except OSError:
                 continue
@@ -126,13 +179,14 @@ def _is_ours(pid: int) -> bool:
     return pid == me
 
 
-def _enable_memory_v2(home: Path) -> None:
-    """Let ``home``'s children have memory limits: move its processes (ours only) to a leaf, then
-    ``+memory`` in ``cgroup.subtree_control``. Raises OSError naming what stands in the way."""
-    if "memory" in read_file(home / "cgroup.subtree_control").split():
+def _enable_v2(home: Path, controller: str) -> None:
+    """Let ``home``'s children have ``controller``'s limits: move its processes (ours only) to a
+    leaf, then ``+<controller>`` in ``cgroup.subtree_control``. Raises OSError naming what stands
+    in the way."""
+    if controller in read_file(home / "cgroup.subtree_control").split():
         return
     try:
-        write_file(home / "cgroup.subtree_control", "+memory")  # a cgroup without processes (or the root)
+        write_file(home / "cgroup.subtree_control", f"+{controller}")  # a cgroup without processes (or the root)
         return
     except OSError:
         pass
@@ -141,7 +195,7 @@ def _enable_memory_v2(home: Path) -> None:
         foreign = [p for p in pids if not _is_ours(p)]
         if foreign:
             raise OSError(f"{home} holds processes other than this run's (pid {foreign[0]}); cgroup v2 lets "
-                          "only a cgroup without processes limit its children's memory")
+                          f"only a cgroup without processes limit its children's {controller}")
         leaf = home / RUN_LEAF
         leaf.mkdir(exist_ok=True)
         for pid in pids:
@@ -150,58 +204,61 @@ def _enable_memory_v2(home: Path) -> None:
             except ProcessLookupError:
                 pass
         try:
-            write_file(home / "cgroup.subtree_control", "+memory")
+            write_file(home / "cgroup.subtree_control", f"+{controller}")
             return
         except OSError as exc:
             error = exc
-    raise OSError(f"cannot enable the memory controller in {home}: {error}")
+    raise OSError(f"cannot enable the {controller} controller in {home}: {error}")
 
 
-def _mount_private(version: int) -> None:
-    """Mount the hierarchy again, writable, at :data:`PRIVATE_MOUNT` (needs CAP_SYS_ADMIN)."""
-    PRIVATE_MOUNT.mkdir(parents=True, exist_ok=True)
-    if any(point == str(PRIVATE_MOUNT) for _, point, _, _ in _mounts()):
+def _mount_private(version: int, controller: str) -> None:
+    """Mount the hierarchy again, writable, at :func:`private_mount` (needs CAP_SYS_ADMIN)."""
+    point = private_mount(version, controller)
+    point.mkdir(parents=True, exist_ok=True)
+    if any(p == str(point) for _, p, _, _ in _mounts()):
         return
     if version == 1:
-        mount("cgroup", str(PRIVATE_MOUNT), "cgroup", 0, "memory")
+        mount("cgroup", str(point), "cgroup", 0, controller)
     else:
-        mount("cgroup2", str(PRIVATE_MOUNT), "cgroup2", 0)
+        mount("cgroup2", str(point), "cgroup2", 0)
 
 
-def _try_home(version: int) -> CgroupHome:
+def _try_home(version: int, controller: str) -> CgroupHome:
     """The home in the own cgroup's directory; mounts the hierarchy privately when it is read-only.
 
     Raises:
         OSError: no usable directory (the message says why).
     """
-    own = _own_cgroup(version)
+    own = _own_cgroup(version, controller)
     if own is None:
-        raise OSError("this process is in no memory cgroup (/proc/self/cgroup)")
-    home = _directory(_mounts(), version, own)
+        raise OSError(f"this process is in no {controller} cgroup (/proc/self/cgroup)")
+    home = _directory(_mounts(), version, own, controller)
     if home is None or not os.access(home, os.W_OK):
         if os.geteuid() != 0:
             raise OSError(f"the cgroup {own} is not delegated to uid {os.getuid()} (its directory is not writable)")
-        _mount_private(version)
-        home = _directory(_mounts(), version, own)
+        _mount_private(version, controller)
+        home = _directory(_mounts(), version, own, controller)
         if home is None or not os.access(home, os.W_OK):
-            raise OSError(f"the cgroup {own} has no writable directory, even mounted at {PRIVATE_MOUNT}")
+            raise OSError(f"the cgroup {own} has no writable directory, even mounted at "
+                          f"{private_mount(version, controller)}")
     if version == 2:
-        _enable_memory_v2(home)
+        _enable_v2(home, controller)
     probe = home / f"{PREFIX}{os.getpid()}-probe"
     probe.mkdir(exist_ok=True)  # EACCES / EROFS here: not ours after all
     probe.rmdir()
     return CgroupHome(version, home)
 
 
-@functools.lru_cache(maxsize=1)
-def cgroup_home() -> CgroupHome | str:
-    """Where this process makes execution cgroups (module docstring), or why it cannot (a reason
-    for the warning). Cached: one answer per process (a run is one process)."""
-    version = _version()
+@functools.lru_cache(maxsize=len(CONTROLLERS))
+def cgroup_home(controller: str = "memory") -> CgroupHome | str:
+    """Where this process makes the execution cgroups of ``controller`` (one of
+    :data:`CONTROLLERS`; module docstring), or why it cannot (a reason for the warning). Cached:
+    one answer per process and controller (a run is one process)."""
+    version = _version(controller)
     if version is None:
-        return "the kernel has no memory cgroup controller mounted (/proc/self/mountinfo)"
+        return f"the kernel has no {controller} cgroup controller mounted (/proc/self/mountinfo)"
     try:
-        home = _try_home(version)
+        home = _try_home(version, controller)
     except OSError as exc:
         return f"cgroup v{version}: {exc}"
     _remove_stale(home)

@@ -76,6 +76,16 @@ def describe_memory(sandbox) -> str:
     return f"{limit} MiB per execution, scratch files included (cgroup v{home.version})"
 
 
+def describe_processes(sandbox) -> str:
+    """How the process limit of a local ``sandbox`` applies: per execution (a pids cgroup:
+    :mod:`.pids_cgroup`) or per user (``RLIMIT_NPROC``: no pids cgroup here)."""
+    limit = getattr(sandbox, "pids_limit", None)
+    home = cgroup_home("pids")
+    if isinstance(home, str):
+        return f"{limit} per user (RLIMIT_NPROC, shared by the programs running at once; no pids cgroup: {home})"
+    return f"{limit} per execution (cgroup v{home.version})"
+
+
 def network_text(sandbox) -> str:
     """The confinement line's network: ``none``, or the host's with ``sandbox.network``."""
     return "the host's (sandbox.network)" if getattr(sandbox, "network", False) else "none"
@@ -83,7 +93,8 @@ def network_text(sandbox) -> str:
 
 def describe_local(sandbox) -> str:
     """The confinement line of a local ``sandbox`` (its ``last_mode``, else predicted for this process)."""
-    network, memory = network_text(sandbox), f"; memory: {describe_memory(sandbox)}"
+    network = network_text(sandbox)
+    memory = f"; memory: {describe_memory(sandbox)}; processes: {describe_processes(sandbox)}"
     mode = getattr(sandbox, "last_mode", None) or local_mode(getattr(sandbox, "isolate", True))
     if mode == "namespaces":
         return f"namespaces (root, programs run as nobody): {ALLOW_LIST}; network: {network}{memory}"

@@ -22,8 +22,10 @@ started outlives it:
   :class:`~swarm_evo.sandbox.base.SandboxUnavailableError` (issue 42) unless
   ``allow_unconfined``: then the program runs as the orchestrator's user with its files and
   network, under a subreaper, with one warning per run.
-* **Limits.** ``RLIMIT_NPROC`` (the processes the program's user already has plus
-  ``pids_limit``: a fork bomb gets EAGAIN; not enforced for root); memory
+* **Limits.** ``pids_limit`` processes and threads per execution: a pids cgroup per execution
+  where the host has one (:mod:`~swarm_evo.sandbox.pids_cgroup`; a fork bomb gets EAGAIN, a
+  program beside it does not), else ``RLIMIT_NPROC`` (the processes the program's user already
+  has plus ``pids_limit``, shared by the programs running at once; not enforced for root); memory
   (``memory_limit_mb``, default host memory / parallel workers): a memory cgroup per execution
   where the host has one (:mod:`~swarm_evo.sandbox.memory_cgroup`: its processes and its
   ``/tmp``, ``/var/tmp``, ``/dev/shm`` files together; the first OOM kill stops the whole
@@ -86,6 +88,7 @@ from swarm_evo.sandbox.workdir import (
 )
 from swarm_evo.sandbox.disk_limit import DEFAULT_DISK_LIMIT_MB, classify_disk_limit
 from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
+from swarm_evo.sandbox.pids_cgroup import ExecutionPids
 from swarm_evo.sandbox.preload import DEFAULT_PRELOAD, imports_any
 
 log = logging.getLogger(__name__)
@@ -154,8 +157,9 @@ class LocalSandbox:
         num_threads: BLAS/OpenMP thread counts exported to the program (default: CPU count;
             variables already set in the environment are kept).
         extra_env: variables added after scrubbing.
-        pids_limit: processes and threads the program may add to those its user already has
-            (``RLIMIT_NPROC``; config ``sandbox.pids_limit``). Not enforced for root.
+        pids_limit: processes and threads one execution may have (a pids cgroup per execution,
+            :mod:`.pids_cgroup`; config ``sandbox.pids_limit``); without a pids cgroup, what the
+            program's user may add to those it already has (``RLIMIT_NPROC``; not for root).
         parallel_workers: executions at once, for the default memory limit.
         max_log_bytes: cap of each of ``stdout.txt``/``stderr.txt`` on disk (bytes; default
             ``10 * max_output_bytes``, at least ``max_output_bytes``).
@@ -280,7 +284,8 @@ class LocalSandbox:
             remove_escaping_links(workdir, public_dir)
 
     def _config(self, workdir: Path, public_dir: Path, user, timeout: float,
-                python_paths: tuple[str, ...], memory: ExecutionMemory, gpus: DeviceGroup | None = None) -> dict:
+                python_paths: tuple[str, ...], memory: ExecutionMemory, pids: ExecutionPids,
+                gpus: DeviceGroup | None = None) -> dict:
         """The supervisor's config (:mod:`.supervisor`; :func:`.process_runner.run_supervised` adds ``status_fd``),
         with the execution's device group ``gpus`` (:meth:`gpu_config`)."""
         uid = user[0] if user is not None else os.getuid()
@@ -296,8 +301,8 @@ class LocalSandbox:
             "network": self.network,
             "allow_unconfined": self.allow_unconfined,
             "memory_bytes": self.memory_limit_mb * 1024 * 1024,  # RLIMIT_DATA per process (the cgroup: all)
-            "cgroup_procs": memory.procs_file,
-            "nproc": process_count(uid) + self.pids_limit if uid != 0 else None,
+            "cgroup_procs": [f for f in (memory.procs_file, pids.procs_file) if f],
+            "nproc": process_count(uid) + self.pids_limit if uid != 0 and pids.rlimit_nproc else None,
             "fsize_bytes": self.disk_limit_mb * 1024 * 1024,
             "readonly": [str(Path(public_dir).resolve())] if public_dir is not None else [],
             "tmp_size_mb": self.tmp_size_mb,
@@ -327,15 +332,19 @@ class LocalSandbox:
         python_paths = interpreter_paths(self.python)  # SandboxError here, before any descriptor is open
         memory = ExecutionMemory(self.memory_limit_mb, _warn_once)  # SandboxError: a cgroup could not be made
         try:
-            return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory, preload,
-                                   gpus)
+            pids = ExecutionPids(self.pids_limit, _warn_once, memory)
+            try:
+                return self._supervise(workdir, public_dir, env, user, timeout, owner, python_paths, memory, pids,
+                                       preload, gpus)
+            finally:
+                pids.close()
         finally:
             memory.close()
 
     def _supervise(self, workdir: Path, public_dir: Path, env: dict, user, timeout: float, owner,
-                   python_paths: tuple[str, ...], memory: ExecutionMemory, preload: tuple[str, ...],
-                   gpus: DeviceGroup | None = None) -> ExecutionResult:
-        cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory, gpus)
+                   python_paths: tuple[str, ...], memory: ExecutionMemory, pids: ExecutionPids,
+                   preload: tuple[str, ...], gpus: DeviceGroup | None = None) -> ExecutionResult:
+        cfg = self._config(workdir, public_dir, user, timeout, python_paths, memory, pids, gpus)
         run = run_supervised(self.python, cfg, workdir, env, timeout, self.max_log_bytes,
                              self.disk_limit_mb * 1024 * 1024, memory, preload)
         report = run.report
@@ -356,8 +365,8 @@ class LocalSandbox:
             owner=owner,
         )
         # a stop by the watcher before the timeout is not a timeout (the supervisor's timer starts later)
-        return memory.classify(classify_disk_limit(result, self.disk_limit_mb, run.watcher,
-                                                   deadline=run.started + timeout))
+        return pids.classify(memory.classify(classify_disk_limit(result, self.disk_limit_mb, run.watcher,
+                                                                 deadline=run.started + timeout)))
 
     @property
     def confined(self) -> bool:

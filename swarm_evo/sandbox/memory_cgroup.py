@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
-import uuid
 from typing import Callable
 
 from swarm_evo.sandbox.base import ExecutionResult, SandboxError
-from swarm_evo.sandbox.cgroup_home import PREFIX, CgroupHome, cgroup_home, read_file, write_file
+from swarm_evo.sandbox.cgroup_home import CgroupHome, cgroup_home, new_cgroup, read_counter, remove_cgroup, write_file
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +45,7 @@ class ExecutionCgroup:
     def __init__(self, home: CgroupHome, limit_bytes: int) -> None:
         self.home = home
         self.limit_bytes = int(limit_bytes)
-        self.path = home.path / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.path.mkdir()
+        self.path = new_cgroup(home)
         try:
             if home.version == 1:
                 write_file(self.path / "memory.limit_in_bytes", str(self.limit_bytes))
@@ -79,18 +76,7 @@ class ExecutionCgroup:
         return peak >= self.limit_bytes - 4096
 
     def _counter(self, name: str, key: str | None) -> int:
-        """A number from a cgroup file: the whole file (``key`` None) or its ``key value`` line; 0 when unreadable."""
-        try:
-            text = read_file(self.path / name)
-            if key is None:
-                return int(text.strip() or 0)
-            for line in text.splitlines():
-                field, _, value = line.partition(" ")
-                if field == key:
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
+        return read_counter(self.path, name, key)
 
     def oom_kills(self) -> int:
         """Processes of this execution the OOM killer killed (v1 ``memory.oom_control``, v2
@@ -98,19 +84,8 @@ class ExecutionCgroup:
         return self._counter("memory.oom_control" if self.home.version == 1 else "memory.events", "oom_kill")
 
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (they are: the supervisor has exited;
-        the kernel may need a moment to let the last ones go). Failures are logged, not raised."""
-        for attempt in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError as exc:
-                if attempt == 49:
-                    log.warning("could not remove the execution cgroup %s: %s", self.path, exc)
-                    return
-                threading.Event().wait(0.1)
+        """Remove the cgroup once its processes are gone (:func:`.cgroup_home.remove_cgroup`)."""
+        remove_cgroup(self.path)
 
 
 class OomWatcher:

@@ -28,8 +28,8 @@ program started survives it:
   process group, then every remaining descendant, pass after pass, until ``waitpid`` reports no child.
 
 The program itself runs in a new session (``setsid``), first in line for the host's OOM killer
-(``oom_score_adj`` 1000), in the execution's memory cgroup when there is one (``cgroup_procs``,
-joined by the supervisor first), with ``RLIMIT_DATA``, ``RLIMIT_CORE`` 0, ``RLIMIT_NPROC``,
+(``oom_score_adj`` 1000), in the execution's memory and pids cgroups when there are (``cgroup_procs``,
+joined by the supervisor first), with ``RLIMIT_DATA``, ``RLIMIT_CORE`` 0, ``RLIMIT_NPROC`` (without a pids cgroup),
 ``RLIMIT_FSIZE`` (no file larger than the disk limit) and, when ``uid`` is given (the caller is
 root), as that user with no supplementary groups and ``PR_SET_NO_NEW_PRIVS``. A user other than root cannot
 traverse directories such as ``/root`` or pytest's ``/tmp/pytest-of-root`` (mode 700): in
@@ -320,7 +320,7 @@ def _run_subreaper(cfg: dict, wake_fd: int) -> dict:
 def main(argv: list[str]) -> int:
     """Entry point: ``argv[1]`` is the JSON configuration written by ``LocalSandbox._config``
     (``argv``, ``workdir``, ``timeout`` s, ``status_fd``, ``parent_pid``, ``uid``/``gid`` or
-    None, ``namespaces``, ``network``, ``memory_bytes``, ``cgroup_procs``, ``nproc``, ``fsize_bytes``, ``readonly``
+    None, ``namespaces``, ``network``, ``memory_bytes``, ``cgroup_procs`` (a list), ``nproc``, ``fsize_bytes``, ``readonly``
     paths, ``tmp_size_mb``, ``shm_size_mb``; ``env_extra``: variables the program gets (its device group's
     ``CUDA_VISIBLE_DEVICES``), ``env_unconfined``: those that replace them without namespaces,
     ``gpu_devices``: the device nodes its root gets, :func:`.supervisor_root.device_nodes`). Writes the report (module docstring) to ``status_fd``; returns 0, or 1

@@ -67,10 +67,10 @@ class Unconfinable(OSError):
     """The namespaces that confine a program cannot be made here, and ``allow_unconfined`` is off."""
 
 
-def join_cgroup(procs_file: str | None) -> None:
-    """Move this process into the cgroup whose ``cgroup.procs`` is ``procs_file`` (None: stay).
-    Its children are born there. Raises OSError."""
-    if procs_file:
+def join_cgroup(procs_files: list[str] | str | None) -> None:
+    """Move this process into each cgroup whose ``cgroup.procs`` is in ``procs_files`` (one per
+    hierarchy: memory, pids; None or empty: stay). Its children are born there. Raises OSError."""
+    for procs_file in [procs_files] if isinstance(procs_files, str) else procs_files or []:
         with open(procs_file, "w") as fh:
             fh.write(str(os.getpid()))
 
