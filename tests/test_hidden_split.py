@@ -199,6 +199,10 @@ def test_a_split_killed_while_written_is_written_again_the_same(builtins, tmp_pa
     other = CompetitionObjective(load_competition("sklearn-wine", builtins))
     with pytest.raises(CompetitionError, match="differs from the one this run began with"):
         other.use_hidden_split(tmp_path / "wine", 4, 0.15, recorded=record)
+    old = {k: v for k, v in record.items() if k not in ("relation", "time_column", "relation_why", "resolution")}
+    old["digest"] = "0" * 64  # a run begun before issue 53: fresh ids, another digest, no relation recorded
+    with pytest.raises(CompetitionError, match="older than issue 53"):
+        CompetitionObjective(competition).use_hidden_split(tmp_path, 4, 0.15, recorded=old)
 
 
 # ------------------------------------------------------------------ where it applies

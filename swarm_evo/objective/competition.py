@@ -110,10 +110,17 @@ class CompetitionObjective:
         Raises:
             HiddenSplitUnavailable, HiddenSplitError: no split is possible here.
             CompetitionError: the split drawn now differs from ``recorded`` (the public data
-                changed since the run began: its nodes' hidden scores would not compare).
+                changed since the run began, or an older swarm-evo drew it: a record without
+                ``relation``; its nodes' hidden scores would not compare).
         """
         root = Path(run_dir) / SPLIT_DIR
         split = write_split(self.competition, root, seed, fraction, group_column, time_column)
+        if recorded is not None and split.digest != recorded.get("digest") and "relation" not in recorded:
+            raise CompetitionError(
+                f"{root}: this run's hidden split was drawn by a swarm-evo older than issue 53 (hidden rows under "
+                "new ids, always a random split; its record has no 'relation'), which this version no longer draws: "
+                "its nodes' hidden scores would not compare with new ones. Finish the run with the swarm-evo it began "
+                "with, or start a new run")
         if recorded is not None and split.digest != recorded.get("digest"):
             raise CompetitionError(
                 f"{root}: the hidden split drawn from {self.competition.public_dir} now differs from the one this "
