@@ -9,7 +9,8 @@ over, nobody watching it, and a sweep's restart could start a second copy beside
 
 :func:`stop_when_declared_dead` asks the API for the run's own state every
 :data:`STATE_CHECK_SECONDS` while the flow's body runs. Once the state is one the run did not set
-itself (:data:`DECLARED_DEAD`), it logs one error naming the state, who set it and when, and what
+itself (:data:`DECLARED_DEAD`, or any state but the Running one its engine set: the run retried
+or restarted for another process meanwhile), it logs one error naming the state, who set it and when, and what
 the run does now, and calls :meth:`swarm_evo.run.session.RunSession.declare_dead`: no new step
 starts, the steps in flight end and are journaled, nothing is graded, the lease and the run
 directory are released, and the flow ends with
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from prefect import get_run_logger
+from prefect.context import FlowRunContext
 
 from flows._writer_state import read_flow_run_state
 from swarm_evo.run.session import RunSession
@@ -57,22 +59,33 @@ def declared_dead_message(state, run_name: str, run_dir: str) -> str:
             f"`swarm-evo resume {run_dir}`")
 
 
+def _taken_from_us(state, own_state_id) -> bool:
+    """Whether ``state`` (the server's) says the run is no longer this process's: a state in
+    :data:`DECLARED_DEAD`, or any state other than the Running state this process's engine set
+    (a Crashed run retried or restarted — Scheduled, Pending, Running again — for another process)."""
+    return state.type.value in DECLARED_DEAD or (own_state_id is not None and state.id != own_state_id)
+
+
 @contextmanager
-def stop_when_declared_dead(session: RunSession, flow_run_id: str | None, run_name: str = "") -> Iterator[None]:
-    """Around a flow's body: read flow run ``flow_run_id``'s state every :data:`STATE_CHECK_SECONDS`
-    (a thread with the flow's context) and :meth:`~RunSession.declare_dead` the session when it is
-    in :data:`DECLARED_DEAD` (module docstring). No flow run id (no API): nothing is watched."""
-    if not flow_run_id:
+def stop_when_declared_dead(session: RunSession) -> Iterator[None]:
+    """Around a flow's body: read the flow run's state every :data:`STATE_CHECK_SECONDS` (a thread
+    with the flow's context) and :meth:`~RunSession.declare_dead` the session once it is not the
+    state this process set (:func:`_taken_from_us`; module docstring). Outside a flow run: nothing
+    is watched."""
+    context = FlowRunContext.get()
+    run = context.flow_run if context is not None else None
+    if run is None:
         yield
         return
+    own_state_id = run.state.id if run.state is not None else None
     done = threading.Event()
 
     def watch() -> None:
         while not done.wait(STATE_CHECK_SECONDS):
-            state = read_flow_run_state(flow_run_id)
-            if state is None or state.type.value not in DECLARED_DEAD:
+            state = read_flow_run_state(str(run.id))
+            if state is None or not _taken_from_us(state, own_state_id):
                 continue
-            message = declared_dead_message(state, run_name or str(flow_run_id), str(session.run_dir))
+            message = declared_dead_message(state, run.name or str(run.id), str(session.run_dir))
             get_run_logger().error(message)
             session.declare_dead(message)
             return

@@ -191,7 +191,7 @@ def two_phase_evo(
         writer_state=flow_run_state,  # the lease holder's flow run, where the API knows it (issue 53, item 3)
     )
     try:
-        with stop_when_declared_dead(session, flow_run.get_id(), flow_run.get_name() or ""):  # issue 53, item 11
+        with stop_when_declared_dead(session):  # a live run marked Crashed stops (issue 53, item 11)
             return _search(session, config, llm_block)
     finally:  # stops the run's clock (RUN_DIR/run_state.json) whether the search ended or raised
         close_session(session.run_dir)

@@ -94,3 +94,19 @@ def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_s
     summary = two_phase_evo(resume=str(run_dir), max_steps=len(stopped) + 1)  # resumable: lock and lease are free
     assert len(_nodes(run_dir)) == len(stopped) + 1
     assert summary["problem_report"]["score"] > 0 and (run_dir / "problem_report.json").exists()
+
+
+def test_only_the_running_state_this_process_set_keeps_the_run_going():
+    """What the watch reads as "no longer ours" (flows/_state_watch.py): a verdict (Crashed,
+    Cancelling, Failed ...) or any state other than the Running state its engine set, such as a
+    Crashed run retried or restarted (Scheduled, Pending, Running again) for another process."""
+    from prefect.states import AwaitingRetry, Cancelling, Completed, Pending, Running
+
+    from flows._state_watch import _taken_from_us
+
+    ours = Running()
+    assert not _taken_from_us(ours, ours.id)
+    assert not _taken_from_us(ours, None)  # an engine without a state object: verdicts only
+    for state in (Crashed(), Cancelling(), Completed(), AwaitingRetry(), Pending(), Running()):
+        assert _taken_from_us(state, ours.id), state.name
+    assert not _taken_from_us(Running(), None) and _taken_from_us(Crashed(), None)
