@@ -89,3 +89,31 @@ def test_a_forking_program_meets_its_own_limit_and_its_neighbour_forks_on(home, 
     assert LIMIT - 2 <= stopped <= LIMIT, forker.stdout  # its own limit: the program and its children
     assert forker.exc_type == "ProcessError" and "sandbox.pids_limit = 48" in forker.exc_info, forker.exc_info
     assert sorted(home.path.glob(f"{PREFIX}{os.getpid()}-*")) == [], "the execution cgroups are removed"
+
+
+def test_on_cgroup_v2_one_execution_cgroup_holds_both_limits(tmp_path, monkeypatch):
+    """cgroup v2 (this v1 host has none: its files stand in, in a folder): a process is in one v2
+    cgroup only, so the execution's memory and pids limits go to one cgroup, whichever controller
+    moved the run to its leaf ``swarm-evo-run`` first; the supervisor joins it once."""
+    from swarm_evo.sandbox import cgroup_home as homes
+    from swarm_evo.sandbox.memory_cgroup import ExecutionMemory
+    from swarm_evo.sandbox.pids_cgroup import ExecutionPids
+
+    scope = tmp_path / "run.scope"
+    scope.mkdir()
+    (tmp_path / "cgroup.controllers").write_text("memory pids\n")
+    for name in ("cgroup.subtree_control", "cgroup.procs"):
+        (scope / name).write_text("")
+    monkeypatch.setattr(homes, "_mounts", lambda: [("/", str(tmp_path), "cgroup2", "rw")])
+    # the run was moved to the leaf when the first controller was enabled
+    monkeypatch.setattr(homes, "_own_cgroup", lambda version, controller: f"/run.scope/{homes.RUN_LEAF}")
+    homes.cgroup_home.cache_clear()
+    try:
+        assert homes.cgroup_home("memory") == homes.cgroup_home("pids") == CgroupHome(2, scope)
+        memory = ExecutionMemory(256, warn=pytest.fail)
+        pids = ExecutionPids(LIMIT, warn=pytest.fail, memory=memory)
+    finally:
+        homes.cgroup_home.cache_clear()  # the real homes for the tests after this one
+    assert pids.path == memory.cgroup.path and pids.path.parent == scope
+    assert (pids.path / "pids.max").read_text() == str(LIMIT + 2) and (pids.path / "memory.max").read_text() == str(256 << 20)
+    assert pids.procs_file is None and not pids.rlimit_nproc, "joined once, through the memory cgroup's procs file"

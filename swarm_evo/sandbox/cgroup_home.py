@@ -232,6 +232,8 @@ def _try_home(version: int, controller: str) -> CgroupHome:
     own = _own_cgroup(version, controller)
     if own is None:
         raise OSError(f"this process is in no {controller} cgroup (/proc/self/cgroup)")
+    if version == 2 and own.rstrip("/").endswith("/" + RUN_LEAF):  # moved there for the other controller:
+        own = own.rstrip("/")[: -len(RUN_LEAF) - 1] or "/"  # the home is the cgroup above (one for both)
     home = _directory(_mounts(), version, own, controller)
     if home is None or not os.access(home, os.W_OK):
         if os.geteuid() != 0:
