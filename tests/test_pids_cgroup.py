@@ -105,6 +105,7 @@ def test_on_cgroup_v2_one_execution_cgroup_holds_both_limits(tmp_path, monkeypat
     for name in ("cgroup.subtree_control", "cgroup.procs"):
         (scope / name).write_text("")
     monkeypatch.setattr(homes, "_mounts", lambda: [("/", str(tmp_path), "cgroup2", "rw")])
+    monkeypatch.setattr(homes, "_mount_private", lambda *a: pytest.fail("the stand-in must never mount a hierarchy"))
     # the run was moved to the leaf when the first controller was enabled
     monkeypatch.setattr(homes, "_own_cgroup", lambda version, controller: f"/run.scope/{homes.RUN_LEAF}")
     homes.cgroup_home.cache_clear()
