@@ -14,7 +14,9 @@ runs and their resumes, and starts only what was never started.
 **Crashed runs** (the worker or its process died; the zombie automation saw the heartbeats
 stop) are resumed from their journal — in the run store, else in the run directory when the
 sweep sees it (a shared disk) — as a new flow run of the deployment, at most ``max_resumes``
-times; the row counts the resumes.
+times; the row counts the resumes. So is a run marked Crashed while its process lived (issue 53,
+item 11): it sets itself Running "Stopping" while it drains its steps in flight, which the sweep
+waits for, and ends Failed by ``RunDeclaredDeadError`` (flows/_state_watch.py), its writer gone.
 
 **A run still Running ``run_timeout`` seconds after it started** (the server's ``start_time``, so
 a restarted driver keeps the count) is cancelled (state Cancelling with the message
@@ -37,6 +39,7 @@ from pathlib import Path
 from prefect import get_run_logger
 from prefect.states import Cancelled, Cancelling
 
+from flows._state_watch import declared_dead_failure
 from flows._sweep_rows import Item, Rows, describe, failed_row, has_report, stored_row
 from swarm_evo.config import read_config_file
 from swarm_evo.population.journal import JOURNAL_FILE
@@ -249,8 +252,10 @@ class DeploymentSweep:
         if state.is_final():
             timed_out = state.is_cancelled() and self._timed_out(client, flow_run)
             error = None
-            if state.is_crashed() or timed_out:
-                why = "crashed" if state.is_crashed() else f"was cancelled after its run timeout ({state.message})"
+            declared_dead = declared_dead_failure(state)  # stopped cleanly while alive (flows/_state_watch.py)
+            if state.is_crashed() or timed_out or declared_dead:
+                why = ("crashed" if state.is_crashed() else "was declared dead while alive and stopped" if declared_dead
+                       else f"was cancelled after its run timeout ({state.message})")
                 source = self._resume_source(run.item)
                 if run.attempt < self.limits.max_resumes and source is not None:
                     del self._running[flow_run.id]

@@ -53,6 +53,7 @@ from flows._sweep_deployment import (
     deployment_name,
     run_config_source,
 )
+from flows._state_watch import keep_sweep_running
 from flows._sweep_in_process import run_in_process
 from flows._sweep_restart import check_restarts, default_flow_out_dir, ensure_restart_automation
 from flows._sweep_rows import Rows
@@ -279,15 +280,16 @@ def benchmark_sweep(
                     sweep_id[:8], len(reused), len(todo))
 
     rows = Rows(items, out_path, sweep_store, reused)
-    if target is None:
-        run_in_process(todo, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
-                       config.search.parallel_workers)
-    else:
-        limits = Limits(max_parallel_runs=max_parallel_runs or len(items), poll_interval=poll_interval,
-                        run_timeout=run_timeout or default_run_timeout(config.search.time_limit),
-                        start_timeout=start_timeout, max_resumes=max_resumes)
-        DeploymentSweep(target, work_pool, parameters, rows, Where(data_path, problem_tasks, problem_data), limits,
-                        sweep_id).run(todo)
+    with keep_sweep_running():  # marked Crashed while alive: Running again before its restart (issue 53, item 11)
+        if target is None:
+            run_in_process(todo, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
+                           config.search.parallel_workers)
+        else:
+            limits = Limits(max_parallel_runs=max_parallel_runs or len(items), poll_interval=poll_interval,
+                            run_timeout=run_timeout or default_run_timeout(config.search.time_limit),
+                            start_timeout=start_timeout, max_resumes=max_resumes)
+            DeploymentSweep(target, work_pool, parameters, rows, Where(data_path, problem_tasks, problem_data),
+                            limits, sweep_id).run(todo)
     summary = publish_summary(rows.rows(), str(out_path))
     rows.publish()
     if competition_ids:

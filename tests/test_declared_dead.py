@@ -19,7 +19,7 @@ import yaml
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
 from prefect.client.schemas.objects import StateType
-from prefect.states import Crashed
+from prefect.states import Crashed, Failed
 
 BUDGET = 40
 """Far more steps than the run makes before it is marked Crashed and stops."""
@@ -47,6 +47,7 @@ def _running_flow_run(run_dir: Path, timeout: float = 120.0):
 
 def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_server, tmp_path, monkeypatch):
     from flows import _state_watch
+    from flows._state_watch import STOPPING, declared_dead_failure
     from flows.two_phase_evo import two_phase_evo
     from swarm_evo.run.session import RunDeclaredDeadError
 
@@ -89,24 +90,58 @@ def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_s
     assert not (run_dir / "problem_report.json").exists(), "a run declared dead grades nothing"
     with get_client(sync_client=True) as client:
         final = client.read_flow_run(flow_run.id).state
+        states = sorted(client.read_flow_run_states(flow_run.id), key=lambda s: s.timestamp)
     assert final.type == StateType.FAILED and "marked this flow run" in (final.message or ""), final
+    assert [(s.type.value, s.name) for s in states][-3:] == [("CRASHED", "Crashed"), ("RUNNING", STOPPING),
+                                                             ("FAILED", "Failed")], states
+    assert declared_dead_failure(final), "a sweep resumes it like a crashed run"
+    assert not declared_dead_failure(Failed(message="Flow run encountered an exception: ValueError: x"))
 
     summary = two_phase_evo(resume=str(run_dir), max_steps=len(stopped) + 1)  # resumable: lock and lease are free
     assert len(_nodes(run_dir)) == len(stopped) + 1
     assert summary["problem_report"]["score"] > 0 and (run_dir / "problem_report.json").exists()
 
 
-def test_only_the_running_state_this_process_set_keeps_the_run_going():
-    """What the watch reads as "no longer ours" (flows/_state_watch.py): a verdict (Crashed,
-    Cancelling, Failed ...) or any state other than the Running state its engine set, such as a
-    Crashed run retried or restarted (Scheduled, Pending, Running again) for another process."""
-    from prefect.states import AwaitingRetry, Cancelling, Completed, Pending, Running
 
-    from flows._state_watch import _taken_from_us
+def test_a_live_sweep_marked_crashed_is_running_again_before_its_restart(prefect_server, tmp_path, monkeypatch):
+    """A benchmark sweep marked Crashed while it lives would be restarted by its automation 30 s
+    later, beside itself (flows/_sweep_restart.py); it sets itself back to Running first, says so
+    in a warning, and ends Completed with its rows."""
+    from flows import _state_watch
+    from flows.benchmark_sweep import benchmark_sweep
 
-    ours = Running()
-    assert not _taken_from_us(ours, ours.id)
-    assert not _taken_from_us(ours, None)  # an engine without a state object: verdicts only
-    for state in (Crashed(), Cancelling(), Completed(), AwaitingRetry(), Pending(), Running()):
-        assert _taken_from_us(state, ours.id), state.name
-    assert not _taken_from_us(Running(), None) and _taken_from_us(Crashed(), None)
+    monkeypatch.setattr(_state_watch, "STATE_CHECK_SECONDS", 0.5)
+    out = tmp_path / "sweep"
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["summary"] = benchmark_sweep(problems=["circle-packing"], seeds=1, model="offline", max_steps=8,
+                                                 out_dir=str(out), parallel_workers=2)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    running = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])))
+    deadline, sweep_run = time.monotonic() + 120, None
+    while sweep_run is None and time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            sweep_run = next((r for r in client.read_flow_runs(flow_run_filter=running, limit=200)
+                              if r.parameters.get("out_dir") == str(out)), None)
+        time.sleep(0.2)
+    assert sweep_run is not None, "the sweep runs"
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(sweep_run.id, Crashed(message="Flow run marked as crashed due to missing heartbeats."),
+                                  force=True)
+    thread.join(timeout=180)
+    assert "summary" in outcome, outcome
+    with get_client(sync_client=True) as client:
+        states = [s for s in sorted(client.read_flow_run_states(sweep_run.id), key=lambda s: s.timestamp)]
+    names = [s.type.value for s in states]
+    crashed = names.index("CRASHED")
+    assert names[crashed + 1] == "RUNNING" and names[-1] == "COMPLETED", names
+    assert "set back to Running by its live process" in states[crashed + 1].message
+    assert (states[crashed + 1].timestamp - states[crashed].timestamp).total_seconds() < 15, "before the restart (30 s)"
+    rows = (out / "problem_reports.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0]).get("error") in (None, ""), rows
