@@ -11,6 +11,8 @@ from pathlib import Path
 
 from prefect import get_run_logger
 
+from flows._state_watch import declared_dead_failure
+from flows._sweep_deployment import RESUME_PARAMETERS
 from flows._sweep_rows import Rows, describe, stored_row
 from flows.two_phase_evo import two_phase_evo
 
@@ -38,9 +40,10 @@ def _shared_cores(executions: int):
 
 
 def run_in_process(items, parameters, rows: Rows, data_dir: str, problems: dict, problem_data_dir: str | None,
-                    max_parallel_runs: int, workers: int) -> None:
+                    max_parallel_runs: int, workers: int, max_resumes: int = 2) -> None:
     """Each run as a subflow of the sweep, ``max_parallel_runs`` at a time (``workers``: each
-    run's parallel_workers)."""
+    run's parallel_workers). A run that stopped because its flow run was declared dead while it
+    lived (flows/_state_watch.py) is resumed here, at most ``max_resumes`` times."""
     logger = get_run_logger()
 
     def one(item):
@@ -49,6 +52,14 @@ def run_in_process(items, parameters, rows: Rows, data_dir: str, problems: dict,
         where = (rows.sweep_store, item, Path(params["run_dir"]), data_dir, problems, problem_data_dir)
         try:
             state = two_phase_evo.with_options(flow_run_name=name)(**params, return_state=True)
+            for attempt in range(1, max_resumes + 1):
+                if not declared_dead_failure(state):
+                    break
+                logger.warning("run %s was declared dead while alive and stopped; resuming it (resume %s of at most "
+                               "%s)", name, attempt, max_resumes)
+                kept = {k: v for k, v in params.items() if k in RESUME_PARAMETERS + ("store",)}
+                state = two_phase_evo.with_options(flow_run_name=f"{name}-resume{attempt}")(
+                    **kept, resume=params["run_dir"], return_state=True)
             if state.is_completed():
                 row = stored_row(*where, state.result(), None)
             else:

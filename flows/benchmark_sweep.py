@@ -182,7 +182,8 @@ def benchmark_sweep(
         max_resumes: with a deployment, times a crashed or timed-out run is resumed from its
             journal (in the store, else in its run directory on a shared disk) before its row
             reports it; and times a crashed deployment flow run of this sweep is restarted
-            (flows/_sweep_restart.py).
+            (flows/_sweep_restart.py); in this process, times a run declared dead while alive
+            is resumed (flows/_state_watch.py).
 
     Returns:
         ``swarm_evo.sweeps.sweep.summarize`` of the rows: ``{task: {policy: stats}}``.
@@ -283,7 +284,7 @@ def benchmark_sweep(
     with keep_sweep_running():  # marked Crashed while alive: Running again before its restart (issue 53, item 11)
         if target is None:
             run_in_process(todo, parameters, rows, data_path, problem_tasks, problem_data, max_parallel_runs or 1,
-                           config.search.parallel_workers)
+                           config.search.parallel_workers, max_resumes)
         else:
             limits = Limits(max_parallel_runs=max_parallel_runs or len(items), poll_interval=poll_interval,
                             run_timeout=run_timeout or default_run_timeout(config.search.time_limit),

@@ -103,45 +103,52 @@ def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_s
 
 
 
-def test_a_live_sweep_marked_crashed_is_running_again_before_its_restart(prefect_server, tmp_path, monkeypatch):
+def test_a_live_sweep_marked_crashed_is_running_again_and_resumes_its_run_declared_dead(prefect_server, tmp_path,
+                                                                                      monkeypatch):
     """A benchmark sweep marked Crashed while it lives would be restarted by its automation 30 s
-    later, beside itself (flows/_sweep_restart.py); it sets itself back to Running first, says so
-    in a warning, and ends Completed with its rows."""
+    later, beside itself (flows/_sweep_restart.py); it sets itself back to Running first. Its run,
+    marked Crashed too, stops cleanly, and the sweep resumes it: one valid row, Completed."""
     from flows import _state_watch
     from flows.benchmark_sweep import benchmark_sweep
 
     monkeypatch.setattr(_state_watch, "STATE_CHECK_SECONDS", 0.5)
     out = tmp_path / "sweep"
+    run_dir = out / "runs" / "circle-packing-two_phase-s0"
     outcome: dict = {}
 
     def run() -> None:
         try:
-            outcome["summary"] = benchmark_sweep(problems=["circle-packing"], seeds=1, model="offline", max_steps=8,
+            outcome["summary"] = benchmark_sweep(problems=["circle-packing"], seeds=1, model="offline", max_steps=12,
                                                  out_dir=str(out), parallel_workers=2)
         except BaseException as exc:  # noqa: BLE001 - the test reads it
             outcome["error"] = exc
 
     thread = threading.Thread(target=run)
     thread.start()
-    running = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])))
-    deadline, sweep_run = time.monotonic() + 120, None
-    while sweep_run is None and time.monotonic() < deadline:
-        with get_client(sync_client=True) as client:
-            sweep_run = next((r for r in client.read_flow_runs(flow_run_filter=running, limit=200)
-                              if r.parameters.get("out_dir") == str(out)), None)
-        time.sleep(0.2)
-    assert sweep_run is not None, "the sweep runs"
+    child = _running_flow_run(run_dir)
     with get_client(sync_client=True) as client:
-        client.set_flow_run_state(sweep_run.id, Crashed(message="Flow run marked as crashed due to missing heartbeats."),
-                                  force=True)
+        sweep_run = client.read_flow_run(child.parent_task_run_id and client.read_task_run(
+            child.parent_task_run_id).flow_run_id)
+    deadline = time.monotonic() + 120
+    while not _nodes(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    crashed = Crashed(message="Flow run marked as crashed due to missing heartbeats.")
+    with get_client(sync_client=True) as client:  # what the dead-run automation does to both
+        client.set_flow_run_state(sweep_run.id, crashed, force=True)
+        client.set_flow_run_state(child.id, crashed, force=True)
     thread.join(timeout=180)
     assert "summary" in outcome, outcome
     with get_client(sync_client=True) as client:
-        states = [s for s in sorted(client.read_flow_run_states(sweep_run.id), key=lambda s: s.timestamp)]
+        states = sorted(client.read_flow_run_states(sweep_run.id), key=lambda s: s.timestamp)
+        child_final = client.read_flow_run(child.id).state
     names = [s.type.value for s in states]
-    crashed = names.index("CRASHED")
-    assert names[crashed + 1] == "RUNNING" and names[-1] == "COMPLETED", names
-    assert "set back to Running by its live process" in states[crashed + 1].message
-    assert (states[crashed + 1].timestamp - states[crashed].timestamp).total_seconds() < 15, "before the restart (30 s)"
+    mark = names.index("CRASHED")
+    assert names[mark + 1] == "RUNNING" and names[-1] == "COMPLETED", names
+    assert "set back to Running by its live process" in states[mark + 1].message
+    assert (states[mark + 1].timestamp - states[mark].timestamp).total_seconds() < 15, "before the restart (30 s)"
+    from flows._state_watch import declared_dead_failure
+
+    assert declared_dead_failure(child_final), child_final
     rows = (out / "problem_reports.jsonl").read_text().splitlines()
-    assert len(rows) == 1 and json.loads(rows[0]).get("error") in (None, ""), rows
+    assert len(rows) == 1 and json.loads(rows[0])["error"] is None and json.loads(rows[0])["valid"], rows
+    assert len(_nodes(run_dir)) == 12, "the resume finished the run's budget"
