@@ -32,17 +32,17 @@ def _nodes(run_dir: Path) -> list[dict]:
         return []
 
 
-def _running_flow_run(run_dir: Path, timeout: float = 120.0):
-    """The Running ``two-phase-evo`` flow run whose ``run_dir`` parameter is ``run_dir``."""
+def _running_flow_run(path: Path, parameter: str = "run_dir", timeout: float = 120.0):
+    """The Running flow run whose ``parameter`` is ``path`` (a run's ``run_dir``, a sweep's ``out_dir``)."""
     deadline = time.monotonic() + timeout
     running = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])))
     while time.monotonic() < deadline:
         with get_client(sync_client=True) as client:
             for run in client.read_flow_runs(flow_run_filter=running, limit=200):
-                if run.parameters.get("run_dir") == str(run_dir):
+                if run.parameters.get(parameter) == str(path):
                     return run
-        time.sleep(0.5)
-    raise AssertionError(f"no Running flow run of {run_dir} within {timeout} s")
+        time.sleep(0.2)
+    raise AssertionError(f"no Running flow run with {parameter} {path} within {timeout} s")
 
 
 def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_server, tmp_path, monkeypatch):
@@ -125,10 +125,8 @@ def test_a_live_sweep_marked_crashed_is_running_again_and_resumes_its_run_declar
 
     thread = threading.Thread(target=run)
     thread.start()
+    sweep_run = _running_flow_run(out, parameter="out_dir")
     child = _running_flow_run(run_dir)
-    with get_client(sync_client=True) as client:
-        sweep_run = client.read_flow_run(child.parent_task_run_id and client.read_task_run(
-            child.parent_task_run_id).flow_run_id)
     deadline = time.monotonic() + 120
     while not _nodes(run_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -146,6 +144,7 @@ def test_a_live_sweep_marked_crashed_is_running_again_and_resumes_its_run_declar
     assert names[mark + 1] == "RUNNING" and names[-1] == "COMPLETED", names
     assert "set back to Running by its live process" in states[mark + 1].message
     assert (states[mark + 1].timestamp - states[mark].timestamp).total_seconds() < 15, "before the restart (30 s)"
+    assert sweep_run.id != child.id
     from flows._state_watch import declared_dead_failure
 
     assert declared_dead_failure(child_final), child_final
