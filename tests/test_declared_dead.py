@@ -52,6 +52,12 @@ def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_s
     from swarm_evo.run.session import RunDeclaredDeadError
 
     monkeypatch.setattr(_state_watch, "STATE_CHECK_SECONDS", 0.5)  # the verdict is seen within 0.5 s, not 15
+    from swarm_evo.run.session import RunSession
+
+    at_verdict: list[int] = []  # the journal's length when the run learnt it was declared dead
+    declare_dead = RunSession.declare_dead
+    monkeypatch.setattr(RunSession, "declare_dead",
+                        lambda self, reason: (at_verdict.append(len(self.journal)), declare_dead(self, reason))[1])
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"search": {"parallel_workers": 2, "steps_per_epoch": 4}}))
     run_dir = tmp_path / "run"
@@ -85,8 +91,9 @@ def test_a_run_marked_crashed_while_it_lives_stops_cleanly_and_resumes(prefect_s
     assert "is alive" in message and "deployments/start-prefect-server.sh" in message
     assert f"swarm-evo resume {run_dir}" in message
     stopped = _nodes(run_dir)
-    in_flight = 2 + 2  # lanes + the proposal backlog (one more per lane) were running when it was marked
-    assert marked_at <= len(stopped) <= marked_at + in_flight < BUDGET, (marked_at, len(stopped))
+    in_flight = 2 + 2  # lanes + the proposal backlog (one more per lane): at most these end after the verdict
+    assert len(at_verdict) == 1 and marked_at <= at_verdict[0], (marked_at, at_verdict)
+    assert at_verdict[0] <= len(stopped) <= at_verdict[0] + in_flight < BUDGET, (at_verdict, len(stopped))
     assert not (run_dir / "problem_report.json").exists(), "a run declared dead grades nothing"
     with get_client(sync_client=True) as client:
         final = client.read_flow_run(flow_run.id).state
